@@ -1,0 +1,50 @@
+"""Kafka Lab's helper library: one import for a notebook.
+
+    import labkit
+    cluster = labkit.start_cluster()          # a private 3-broker Kafka cluster
+    cluster.describe_topic("orders")
+    cluster.kill_broker(2); cluster.start_broker(2)
+    cluster.stop()
+"""
+
+from __future__ import annotations
+
+import logging
+
+from .admin import PartitionState, TopicState
+from .cluster import BACKENDS, Broker, Cluster, ExternalCluster, connect, start_cluster
+from .distribution import Distribution, ensure_distribution, find_java
+from .errors import (
+    BackendError,
+    BrokerStartError,
+    ClusterStateError,
+    DistributionError,
+    JavaError,
+    LabkitError,
+    OfflineError,
+    PortInUseError,
+    ProfileError,
+    SettingError,
+    ToolError,
+    UnsupportedOperation,
+    WaitTimeout,
+)
+from .profiles import list_profiles, load_profile
+
+__version__ = "0.1.0"
+
+logging.getLogger("labkit").addHandler(logging.NullHandler())
+
+
+def broker_settings() -> list[str]:
+    """Every broker setting name the lab's Kafka version accepts."""
+    return sorted(ensure_distribution().broker_config_names())
+
+
+__all__ = [
+    "BACKENDS", "BackendError", "Broker", "BrokerStartError", "Cluster", "ClusterStateError", "Distribution",
+    "DistributionError", "ExternalCluster", "JavaError", "LabkitError", "OfflineError", "PartitionState",
+    "PortInUseError", "ProfileError", "SettingError", "ToolError", "TopicState", "UnsupportedOperation",
+    "WaitTimeout", "__version__", "broker_settings", "connect", "ensure_distribution", "find_java",
+    "list_profiles", "load_profile", "start_cluster",
+]

@@ -1,0 +1,81 @@
+"""Kafka Lab's watchdog: no broker outlives the Python process that started it.
+
+Started by labkit as a separate, tiny process (``python _watchdog.py``) in its
+own session, with a pipe from its parent on stdin. The parent sends lines:
+
+    watch PID MARKER   kill PID if the parent dies (MARKER must appear in its cmdline)
+    forget PID         the parent handled PID itself
+    cleanup PATH       remove PATH if the parent dies
+    release PATH       the parent handled PATH itself
+    exit               the parent is done; exit without doing anything
+
+End of file without ``exit`` means the parent died (even by SIGKILL): every
+watched process is killed (SIGCONT first, so paused brokers die too) and every
+cleanup path is removed. This file imports nothing from labkit so it starts fast.
+"""
+
+import os
+import shutil
+import signal
+import sys
+import time
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _kill(pid: int, marker: str) -> None:
+    # Guard against pid reuse: on Linux only kill a process that still carries our marker.
+    if os.path.exists("/proc/self/cmdline") and marker not in _cmdline(pid):
+        return
+    for sig in (signal.SIGCONT, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in the parent's terminal is not our business
+    watched: dict = {}
+    paths: set = set()
+    for line in sys.stdin:
+        parts = line.rstrip("\n").split(" ", 2)
+        cmd = parts[0]
+        if cmd == "watch" and len(parts) == 3:
+            watched[int(parts[1])] = parts[2]
+        elif cmd == "forget" and len(parts) >= 2:
+            watched.pop(int(parts[1]), None)
+        elif cmd == "cleanup" and len(parts) >= 2:
+            paths.add(line.rstrip("\n").split(" ", 1)[1])
+        elif cmd == "release" and len(parts) >= 2:
+            paths.discard(line.rstrip("\n").split(" ", 1)[1])
+        elif cmd == "exit":
+            return
+    # The parent is gone.
+    for pid, marker in watched.items():
+        _kill(pid, marker)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in watched):
+        time.sleep(0.05)
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
