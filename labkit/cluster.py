@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
@@ -20,6 +20,9 @@ from confluent_kafka.admin import AdminClient
 from . import admin as _admin
 from .errors import BackendError, UnsupportedOperation
 from .profiles import DEFAULT_PROFILE
+
+if TYPE_CHECKING:
+    from .tools import ToolResult
 
 
 #: confluent-kafka's Python-only config keys, which keep their underscores.
@@ -132,6 +135,13 @@ class Cluster:
     def live_broker_ids(self) -> set[int]:
         """Ids of the brokers the cluster's own metadata lists right now."""
         return _admin.broker_ids(self.admin())
+
+    def tool(self, tool: str, *args: str, check: bool = True, timeout: float = 120.0,
+             input: Optional[str] = None) -> "ToolResult":
+        """Run one of Kafka's command-line tools against this cluster, e.g. ``tool("kafka-topics", "--list")``."""
+        from .tools import run_tool
+
+        return run_tool(tool, *args, cluster=self, check=check, timeout=timeout, input=input)
 
     # ---- fault injection (backends that own their brokers override these)
     def _unsupported(self, what: str) -> UnsupportedOperation:
@@ -255,7 +265,8 @@ BACKENDS: dict[str, Callable[..., Cluster]] = {"native": _native, "docker": _doc
 
 
 def start_cluster(profile: str = DEFAULT_PROFILE, backend: Optional[str] = None,
-                  overrides: Optional[Mapping[str, Any]] = None, **broker_settings: Any) -> Cluster:
+                  overrides: Optional[Mapping[str, Any]] = None, *, progress: bool = True,
+                  start_timeout: float = 120.0, **broker_settings: Any) -> Cluster:
     """Start a private Kafka cluster for this notebook and wait until it is ready.
 
     ``profile`` names a file in ``environments/profiles/`` (``single-broker``,
@@ -263,6 +274,7 @@ def start_cluster(profile: str = DEFAULT_PROFILE, backend: Optional[str] = None,
     arguments with underscores for dots (``log_retention_ms=60000``) or as an
     ``overrides`` dict. With ``LABKIT_BOOTSTRAP`` set (a shared classroom or
     ``labkit cluster up`` cluster) the notebook attaches to that cluster instead.
+    ``progress`` shows a progress bar while starting; ``start_timeout`` bounds the wait.
     """
     if backend is None:
         backend = "external" if os.environ.get("LABKIT_BOOTSTRAP") else os.environ.get("LABKIT_BACKEND", "native")
@@ -272,4 +284,4 @@ def start_cluster(profile: str = DEFAULT_PROFILE, backend: Optional[str] = None,
     settings.update(broker_settings)
     if backend == "external":
         return _external(profile)
-    return BACKENDS[backend](profile, overrides=settings)
+    return BACKENDS[backend](profile, overrides=settings, progress=progress, start_timeout=start_timeout)

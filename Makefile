@@ -1,0 +1,38 @@
+# Kafka Lab — the README's two commands:
+#   make lab    set everything up, then open JupyterLab on the lessons
+#   make test   set everything up, then run every test (what CI runs)
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+PYTEST_ARGS ?=
+
+.PHONY: setup lab test test-fast benchmarks clean
+
+setup: $(STAMP)
+	@$(VENV)/bin/labkit setup
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Kafka Lab needs Python 3.10 or newer (found %s). Set PYTHON=python3.x." % sys.version.split()[0])'
+	@command -v java >/dev/null 2>&1 || [ -x "$$JAVA_HOME/bin/java" ] || { echo "Kafka Lab needs Java 17+: install a JDK (e.g. apt-get install openjdk-17-jdk-headless) and set JAVA_HOME." >&2; exit 1; }
+	@test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	@rm -f $(VENV)/.installed-* && touch $@
+
+lab: setup
+	$(VENV)/bin/labkit lab
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Unit tests only: no broker, a few seconds.
+test-fast: setup
+	$(PY) -m pytest -m "not integration and not notebook and not browser" $(PYTEST_ARGS)
+
+benchmarks: setup
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) test-output .pytest_cache

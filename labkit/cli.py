@@ -1,0 +1,299 @@
+"""The ``labkit`` command: gathers arguments and calls the library.
+
+    labkit lab                     open JupyterLab on the lessons
+    labkit cluster up|down|status  a shared lab cluster in the background
+    labkit kafka TOOL ARGS...      Kafka's own tools against the lab cluster
+    labkit doctor                  check this machine
+    labkit grade NOTEBOOK          grade an exercise notebook
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+from .errors import LabkitError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _state_file() -> Path:
+    from .distribution import cache_dir
+
+    return cache_dir() / "run" / "cluster.json"
+
+
+def _read_state() -> Optional[dict]:
+    path = _state_file()
+    if not path.exists():
+        return None
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    try:
+        os.kill(int(state["pid"]), 0)
+    except (ProcessLookupError, KeyError, ValueError):
+        path.unlink(missing_ok=True)  # the server died without cleaning up
+        return None
+    return state
+
+
+def lab_bootstrap() -> Optional[str]:
+    """Bootstrap servers of the running shared lab cluster (``labkit cluster up``), if any."""
+    env = os.environ.get("LABKIT_BOOTSTRAP")
+    if env:
+        return env
+    state = _read_state()
+    return state["bootstrap_servers"] if state else None
+
+
+# ------------------------------------------------------------------ cluster
+
+
+def _parse_sets(items: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise LabkitError(f"--set expects KEY=VALUE, got {item!r}.", "Example: --set log.retention.ms=60000")
+        key, value = item.split("=", 1)
+        out[key.strip()] = value.strip()
+    return out
+
+
+def cmd_cluster_up(args: argparse.Namespace) -> int:
+    state = _read_state()
+    if state:
+        print(f"A lab cluster is already running ({state['profile']}): {state['bootstrap_servers']}")
+        return 0
+    overrides = _parse_sets(args.set)
+    if args.foreground:
+        return _serve(args.profile, overrides, announce=True)
+    cmd = [sys.executable, "-m", "labkit.cli", "cluster", "_serve", "--profile", args.profile]
+    for item in args.set:
+        cmd += ["--set", item]
+    log_path = _state_file().with_name("cluster.log")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    from tqdm import tqdm
+
+    with tqdm(desc=f"Starting a shared {args.profile} cluster", bar_format="{desc} [{elapsed}]") as bar:
+        while True:
+            state = _read_state()
+            if state:
+                break
+            if proc.poll() is not None:
+                bar.close()
+                print(log_path.read_text()[-2000:], file=sys.stderr)
+                raise LabkitError("The lab cluster did not start.", f"See {log_path}.")
+            time.sleep(0.2)
+            bar.refresh()
+    print(f"Lab cluster up ({args.profile}): {state['bootstrap_servers']}")
+    print(f"Notebooks attach to it with:  export LABKIT_BOOTSTRAP={state['bootstrap_servers']}")
+    print("Stop it with:  labkit cluster down")
+    return 0
+
+
+def _serve(profile: str, overrides: dict, announce: bool = False) -> int:
+    from .native import NativeCluster
+
+    cluster = NativeCluster(profile, overrides=overrides, progress=announce).start()
+    state = {"pid": os.getpid(), "profile": profile, "bootstrap_servers": cluster.bootstrap_servers,
+             "brokers": [{"id": b.id, "port": b.port, "pid": b.pid} for b in cluster.brokers],
+             "data_dir": str(cluster.data_dir), "started": time.time()}
+    path = _state_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    tmp.replace(path)
+    if announce:
+        print(f"Lab cluster up ({profile}): {cluster.bootstrap_servers}  (Ctrl-C stops it)")
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *a: stopping.append(1))
+    try:
+        while not stopping:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cluster.stop()
+        path.unlink(missing_ok=True)
+    return 0
+
+
+def cmd_cluster_serve(args: argparse.Namespace) -> int:
+    return _serve(args.profile, _parse_sets(args.set))
+
+
+def cmd_cluster_down(args: argparse.Namespace) -> int:
+    state = _read_state()
+    if not state:
+        print("No lab cluster is running.")
+        return 0
+    os.kill(int(state["pid"]), signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _read_state():
+        time.sleep(0.2)
+    print("Lab cluster stopped.")
+    return 0
+
+
+def cmd_cluster_status(args: argparse.Namespace) -> int:
+    state = _read_state()
+    if not state:
+        print("No lab cluster is running. Start one with: labkit cluster up")
+        return 1
+    from .cluster import connect
+
+    cluster = connect(state["bootstrap_servers"])
+    live = cluster.live_broker_ids()
+    print(f"Lab cluster ({state['profile']}), up {time.time() - state['started']:.0f}s, "
+          f"data in {state['data_dir']}")
+    print(f"bootstrap servers: {state['bootstrap_servers']}")
+    for b in state["brokers"]:
+        print(f"  broker {b['id']}: 127.0.0.1:{b['port']}  pid {b['pid']}  {'up' if b['id'] in live else 'DOWN'}")
+    topics = cluster.topics()
+    print(f"topics ({len(topics)}): {', '.join(topics) if topics else '-'}")
+    return 0
+
+
+# ------------------------------------------------------------------ kafka tools
+
+
+def cmd_kafka(args: argparse.Namespace) -> int:
+    from .tools import tool_command, tool_names
+
+    if not args.tool or args.tool in ("-h", "--help"):
+        print("usage: labkit kafka TOOL [ARGS...]\n\ntools:\n  " + "\n  ".join(tool_names()))
+        return 0
+    cmd = tool_command(args.tool, args.args, lab_bootstrap())
+    return subprocess.call(cmd)
+
+
+# ------------------------------------------------------------------ doctor
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from .doctor import run_checks
+
+    ok = True
+    for check in run_checks():
+        mark = "✓" if check.ok else ("!" if check.optional else "✗")
+        print(f"{mark} {check.name}: {check.detail}")
+        if not check.ok and check.fix:
+            print(f"    fix: {check.fix}")
+        ok = ok and (check.ok or check.optional)
+    return 0 if ok else 1
+
+
+# ------------------------------------------------------------------ lab
+
+
+def cmd_lab(args: argparse.Namespace) -> int:
+    from .distribution import ensure_distribution
+
+    ensure_distribution()
+    notebooks = REPO / "notebooks"
+    start = "README.md" if (notebooks / "README.md").exists() else ""
+    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={notebooks}",
+           "--ServerApp.ip=127.0.0.1"]
+    if args.no_browser:
+        cmd.append("--no-browser")
+    if args.port:
+        cmd.append(f"--ServerApp.port={args.port}")
+    if start and not args.no_browser:
+        cmd.append(f"--LabApp.default_url=/lab/tree/{start}")
+    return subprocess.call(cmd)
+
+
+# ------------------------------------------------------------------ setup
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    """What `make setup` runs after installing the package: everything a lesson needs offline later."""
+    from .setup import run_setup
+
+    run_setup()
+    return 0
+
+
+# ------------------------------------------------------------------ main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="labkit", description="Kafka Lab: real Kafka clusters for learning.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    lab = sub.add_parser("lab", help="open JupyterLab on the lessons")
+    lab.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    lab.add_argument("--port", type=int, default=None)
+    lab.set_defaults(func=cmd_lab)
+
+    cluster = sub.add_parser("cluster", help="a shared lab cluster: up, down, status")
+    csub = cluster.add_subparsers(dest="action", metavar="ACTION")
+    up = csub.add_parser("up", help="start a cluster in the background and print its bootstrap servers")
+    up.add_argument("--profile", default="three-brokers", help="cluster profile (default: three-brokers)")
+    up.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="broker setting override")
+    up.add_argument("--foreground", action="store_true", help="stay in the foreground until Ctrl-C")
+    up.set_defaults(func=cmd_cluster_up)
+    serve = csub.add_parser("_serve")  # internal: the background process `up` starts
+    serve.add_argument("--profile", default="three-brokers")
+    serve.add_argument("--set", action="append", default=[])
+    serve.set_defaults(func=cmd_cluster_serve)
+    csub.add_parser("down", help="stop the shared cluster").set_defaults(func=cmd_cluster_down)
+    csub.add_parser("status", help="show the shared cluster").set_defaults(func=cmd_cluster_status)
+    cluster.set_defaults(func=lambda a: (cluster.print_help(), 2)[1])
+
+    kafka = sub.add_parser("kafka", help="run a Kafka command-line tool (kafka-topics, kafka-dump-log, ...)",
+                           add_help=False)
+    kafka.add_argument("tool", nargs="?")
+    kafka.add_argument("args", nargs=argparse.REMAINDER)
+    kafka.set_defaults(func=cmd_kafka)
+
+    sub.add_parser("setup", help="fetch the Kafka jars and prepare the lab (make setup runs this)"
+                   ).set_defaults(func=cmd_setup)
+    sub.add_parser("doctor", help="check Java, the Kafka jars, Docker and disk").set_defaults(func=cmd_doctor)
+
+    grade = sub.add_parser("grade", help="grade an exercise notebook against a fresh cluster")
+    grade.add_argument("notebook")
+    grade.add_argument("--json", dest="json_out", default=None, help="write the report here")
+    grade.add_argument("--timeout", type=float, default=600, help="seconds the notebook may run")
+    grade.set_defaults(func=_cmd_grade)
+    return parser
+
+
+def _cmd_grade(args: argparse.Namespace) -> int:
+    try:
+        from .grading import cli_grade
+    except ImportError:
+        raise LabkitError("Grading is not available in this version of labkit.", "Update Kafka Lab.")
+    return cli_grade(args)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except LabkitError as exc:
+        print(f"labkit: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""``labkit doctor``: is this machine ready for the lab?"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from .errors import LabkitError
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    #: An optional part (Docker): failing it does not make the lab unusable.
+    optional: bool = False
+
+
+def _java() -> Check:
+    from .distribution import find_java
+
+    try:
+        java = find_java()
+    except LabkitError as exc:
+        return Check("Java", False, str(exc).split(" Install")[0], exc.hint)
+    return Check("Java", True, f"{java.version} at {java.executable}")
+
+
+def _jars() -> Check:
+    from .distribution import cache_dir, cached_distribution
+    from .environment import kafka_spec
+
+    try:
+        dist = cached_distribution()
+    except LabkitError as exc:
+        return Check("Kafka jars", False, str(exc), exc.hint)
+    if dist is None:
+        return Check("Kafka jars", False, f"Kafka {kafka_spec().version} is not in the cache ({cache_dir()}).",
+                     "Run `make setup` (needs Maven Central once).")
+    return Check("Kafka jars", True, f"Kafka {dist.version}: {len(dist.jars())} jars in {dist.lib_dir} ({dist.source})")
+
+
+def _python() -> Check:
+    ok = sys.version_info >= (3, 10)
+    return Check("Python", ok, sys.version.split()[0], "" if ok else "Use Python 3.10 or newer.")
+
+
+def _docker() -> Check:
+    if not shutil.which("docker"):
+        return Check("Docker (optional backend)", False, "no docker command",
+                     "Only needed for backend='docker'.", optional=True)
+    try:
+        proc = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True,
+                              text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        proc = None
+    if proc is None or proc.returncode != 0:
+        return Check("Docker (optional backend)", False, "the docker client answers but no engine is running",
+                     "Only needed for backend='docker'; the native backend needs no Docker.", optional=True)
+    return Check("Docker (optional backend)", True, f"engine {proc.stdout.strip()}", optional=True)
+
+
+def _disk() -> Check:
+    from .native import data_root
+
+    free = shutil.disk_usage(data_root()).free / 1e9
+    ok = free >= 1.0
+    return Check("Free disk", ok, f"{free:.1f} GB free in {data_root()}",
+                 "" if ok else "Free some space, or set LABKIT_DATA_DIR to a roomier place.")
+
+
+def _pyspark() -> Check:
+    from .distribution import ivy_jar
+
+    jar = ivy_jar()
+    if jar is None:
+        return Check("PySpark", False, "pyspark is not installed", "Run `make setup`.")
+    import pyspark
+
+    return Check("PySpark", True, f"{pyspark.__version__} (Ivy {jar.name})")
+
+
+def run_checks() -> list[Check]:
+    return [_python(), _java(), _jars(), _pyspark(), _docker(), _disk()]
