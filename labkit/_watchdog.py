@@ -39,15 +39,22 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _kill(pid: int, marker: str) -> None:
+def _kill(pid: int, marker: str) -> bool:
+    """SIGKILL ``pid``; returns whether it was ours to kill."""
     # Guard against pid reuse: on Linux only kill a process that still carries our marker.
     if os.path.exists("/proc/self/cmdline") and marker not in _cmdline(pid):
-        return
+        return False
     for sig in (signal.SIGCONT, signal.SIGKILL):
         try:
             os.kill(pid, sig)
         except (ProcessLookupError, PermissionError):
-            return
+            return False
+    return True
+
+
+def marker_of(pid: int, watched: dict) -> bool:
+    """Still our process (a reaped pid may already belong to someone else)?"""
+    return not os.path.exists("/proc/self/cmdline") or watched[pid] in _cmdline(pid)
 
 
 def main() -> None:
@@ -68,10 +75,9 @@ def main() -> None:
         elif cmd == "exit":
             return
     # The parent is gone.
-    for pid, marker in watched.items():
-        _kill(pid, marker)
+    killed = [pid for pid, marker in watched.items() if _kill(pid, marker)]
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_alive(p) for p in watched):
+    while time.monotonic() < deadline and any(_alive(p) and marker_of(p, watched) for p in killed):
         time.sleep(0.05)
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)

@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
-from confluent_kafka import KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from .errors import ClusterStateError
@@ -30,6 +30,7 @@ def make_admin(bootstrap_servers: str, **config: Any) -> AdminClient:
         "bootstrap.servers": bootstrap_servers,
         "socket.connection.setup.timeout.ms": 3000,
         "reconnect.backoff.max.ms": 1000,
+        "topic.metadata.refresh.interval.ms": 2000,
         **client_logging(),
     }
     conf.update(config)
@@ -119,33 +120,29 @@ def _dash(value: Optional[int]) -> str:
     return "–" if value is None else str(value)
 
 
-def _result(future: Any, timeout: float) -> Any:
-    try:
-        return future.result(timeout=timeout)
-    except KafkaException as exc:
-        raise exc.args[0] if exc.args else exc  # the KafkaError, for callers that inspect .code()
-
-
 def describe_topic(admin: AdminClient, name: str, timeout: float = 10.0) -> TopicState:
-    """Leaders, replicas, ISR and offsets of every partition of ``name``."""
-    futures = admin.describe_topics(TopicCollection([name]), request_timeout=timeout)
-    try:
-        desc = futures[name].result(timeout=timeout)
-    except KafkaException as exc:
-        err = exc.args[0]
-        if hasattr(err, "name") and err.name() == "UNKNOWN_TOPIC_OR_PART":
-            raise ClusterStateError(f"Topic {name!r} does not exist.",
-                                    "Create it first (cluster.create_topic) or check the name.") from exc
-        raise
-    starts = _offsets(admin, name, [p.id for p in desc.partitions], OffsetSpec.earliest(), timeout)
-    ends = _offsets(admin, name, [p.id for p in desc.partitions], OffsetSpec.latest(), timeout)
-    parts = tuple(
-        PartitionState(
-            topic=name, partition=p.id, leader=p.leader.id if p.leader is not None and p.leader.id >= 0 else None,
-            replicas=tuple(r.id for r in p.replicas), isr=tuple(r.id for r in p.isr),
-            log_start_offset=starts.get(p.id), high_watermark=ends.get(p.id))
-        for p in sorted(desc.partitions, key=lambda p: p.id))
-    return TopicState(name, parts)
+    """Leaders, replicas, ISR and offsets of every partition of ``name``.
+
+    Reads a Metadata response (any live broker answers it, so this keeps working
+    while brokers are down) rather than DescribeTopics, which librdkafka sends to
+    one broker it believes is the controller.
+    """
+    md = admin.list_topics(timeout=timeout)
+    topic = md.topics.get(name)
+    if topic is None or (topic.error is not None and topic.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+        raise ClusterStateError(f"Topic {name!r} does not exist.",
+                                "Create it first (cluster.create_topic) or check the name.")
+    ids = sorted(topic.partitions)
+    starts = _offsets(admin, name, ids, OffsetSpec.earliest(), timeout)
+    ends = _offsets(admin, name, ids, OffsetSpec.latest(), timeout)
+    parts = []
+    for pid in ids:
+        p = topic.partitions[pid]
+        leader = p.leader if p.leader is not None and p.leader >= 0 else None
+        parts.append(PartitionState(topic=name, partition=pid, leader=leader, replicas=tuple(p.replicas),
+                                    isr=tuple(p.isrs), log_start_offset=starts.get(pid) if leader else None,
+                                    high_watermark=ends.get(pid) if leader else None))
+    return TopicState(name, tuple(parts))
 
 
 def _offsets(admin: AdminClient, topic: str, partitions: list[int], spec: OffsetSpec,

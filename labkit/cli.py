@@ -26,9 +26,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _state_file() -> Path:
+    """Where `labkit cluster up` records the shared cluster (``$LABKIT_STATE_DIR`` or the user cache)."""
     from .distribution import cache_dir
 
-    return cache_dir() / "run" / "cluster.json"
+    root = Path(os.environ["LABKIT_STATE_DIR"]) if os.environ.get("LABKIT_STATE_DIR") else cache_dir() / "run"
+    return root / "cluster.json"
 
 
 def _read_state() -> Optional[dict]:
@@ -223,7 +225,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
     """What `make setup` runs after installing the package: everything a lesson needs offline later."""
     from .setup import run_setup
 
-    run_setup()
+    for name, result in run_setup():
+        print(f"[setup] {name}: {result}", flush=True)
     return 0
 
 

@@ -6,7 +6,7 @@ Idempotent: each step checks first and does nothing when already done.
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from typing import Callable, Iterator
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +31,11 @@ def _kafka_jars() -> str:
     return f"Kafka {dist.version}, {len(dist.jars())} jars ({dist.source}: {dist.lib_dir})"
 
 
-def run_setup() -> None:
+def run_setup() -> Iterator[tuple[str, str]]:
+    """Run every set-up step, yielding (step name, what it found or did)."""
     _load_optional_steps()
     for name, fn in STEPS:
-        print(f"[setup] {name}: {fn()}", flush=True)
+        yield name, fn()
 
 
 def _load_optional_steps() -> None:

@@ -1,0 +1,87 @@
+"""Shared fixtures: one real three-broker cluster per test session for integration tests.
+
+Tests that break brokers on purpose start their own cluster (``fresh_cluster``)
+so the shared one stays healthy. Names carry a unique suffix so tests never collide.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+OUTPUT = REPO / "test-output"
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    import labkit
+
+    c = labkit.start_cluster("three-brokers", progress=False)
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def fresh_cluster(request):
+    """A private cluster for a test that kills, pauses or restarts brokers.
+
+    Parametrize indirectly with a profile name, default three-brokers.
+    """
+    import labkit
+
+    profile = getattr(request, "param", "three-brokers")
+    c = labkit.start_cluster(profile, progress=False)
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def unique():
+    """unique("orders") -> "orders-1a2b3c4d": topic and group names that never collide."""
+    suffix = uuid.uuid4().hex[:8]
+    return lambda name: f"{name}-{suffix}"
+
+
+@pytest.fixture(scope="session")
+def output_dir() -> Path:
+    OUTPUT.mkdir(exist_ok=True)
+    return OUTPUT
+
+
+def java_pids_of(marker: str) -> list[int]:
+    """Pids of live (non-zombie) processes whose command line contains ``marker``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        if marker in cmdline and "java" in cmdline and "State:\tZ" not in status:
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.fixture
+def jvm_pids():
+    return java_pids_of
+
+
+def pytest_collection_modifyitems(config, items):
+    # Cluster-free tests first: fast feedback before the slow ones.
+    order = {"unit": 0, "integration": 1, "notebook": 2, "browser": 3}
+
+    def rank(item):
+        for name in ("browser", "notebook", "integration"):
+            if item.get_closest_marker(name):
+                return order[name]
+        return 0
+
+    items.sort(key=rank)
+    os.environ.setdefault("LABKIT_TEST", "1")

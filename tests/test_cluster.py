@@ -1,0 +1,212 @@
+"""Real clusters: produce/consume, failover, pause/resume, restart, isolation, bad input."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+from confluent_kafka import KafkaError, TopicPartition
+
+import labkit
+from labkit.errors import BrokerStartError, ClusterStateError, ProfileError, SettingError, UnsupportedOperation
+from labkit.waiting import Wait
+
+pytestmark = pytest.mark.integration
+
+
+def produce(cluster, topic, n, **config):
+    """Produce n keyed records; return the number acknowledged and the errors seen."""
+    acked, errors = [], []
+
+    def on_delivery(err, msg):
+        (errors if err else acked).append(err or msg.offset())
+
+    p = cluster.producer(**config)
+    for i in range(n):
+        p.produce(topic, key=f"k{i}", value=f"v{i}", on_delivery=on_delivery)
+        p.poll(0)
+    assert p.flush(30) == 0
+    return len(acked), errors
+
+
+def consume_all(cluster, topic, expected, group, timeout=30.0):
+    c = cluster.consumer(group)
+    c.subscribe([topic])
+    seen = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(seen) < expected and time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            seen.append((msg.partition(), msg.offset(), msg.value().decode()))
+    finally:
+        c.close()
+    return seen
+
+
+def test_cluster_reports_its_brokers(cluster):
+    assert [b.id for b in cluster.brokers] == [1, 2, 3]
+    assert all(b.alive and b.pid for b in cluster.brokers)
+    assert cluster.live_broker_ids() == {1, 2, 3}
+    ports = [int(a.rsplit(":", 1)[1]) for a in cluster.bootstrap_servers.split(",")]
+    assert len(set(ports)) == 3 and all(a.startswith("127.0.0.1:") for a in cluster.bootstrap_servers.split(","))
+    assert "three-brokers" in repr(cluster) and "<table>" in cluster._repr_html_()
+
+
+def test_produce_and_consume_with_acks_all_across_three_brokers(cluster, unique):
+    topic = cluster.create_topic(unique("orders"), partitions=3, replication_factor=3)
+    state = cluster.describe_topic(topic)
+    assert len(state) == 3
+    assert {p.leader for p in state.partitions} == {1, 2, 3}  # leadership is spread over the brokers
+    assert all(sorted(p.replicas) == [1, 2, 3] and sorted(p.isr) == [1, 2, 3] for p in state.partitions)
+
+    acked, errors = produce(cluster, topic, 300, acks="all")
+    assert (acked, errors) == (300, [])
+    seen = consume_all(cluster, topic, 300, unique("g"))
+    assert sorted(v for _, _, v in seen) == sorted(f"v{i}" for i in range(300))
+    after = cluster.describe_topic(topic)
+    assert sum(p.high_watermark for p in after.partitions) == 300
+    # Offsets within each partition are assigned by the broker, strictly increasing from 0.
+    for part in range(3):
+        offsets = [o for p, o, _ in seen if p == part]
+        assert offsets == list(range(len(offsets)))
+
+
+def test_describe_unknown_topic_is_a_clear_error(cluster, unique):
+    with pytest.raises(ClusterStateError, match="does not exist"):
+        cluster.describe_topic(unique("nope"))
+
+
+def test_kafka_tools_run_against_the_cluster(cluster, unique):
+    topic = cluster.create_topic(unique("tools"), partitions=2)
+    listing = cluster.tool("kafka-topics", "--list")
+    assert topic in listing.lines
+    quorum = cluster.tool("kafka-metadata-quorum", "describe", "--status")
+    assert "CurrentVoters" in quorum.stdout
+    with pytest.raises(labkit.ToolError, match="Unknown Kafka tool"):
+        cluster.tool("kafka-nosuch")
+
+
+@pytest.mark.parametrize("fresh_cluster", ["three-brokers"], indirect=True)
+def test_leader_failover_after_kill_and_rejoin_after_restart(fresh_cluster, unique):
+    c = fresh_cluster
+    topic = c.create_topic(unique("failover"), partitions=1, replication_factor=3)
+    assert produce(c, topic, 50, acks="all") == (50, [])
+    before = c.describe_topic(topic)[0]
+    old_leader = before.leader
+
+    c.kill_broker(old_leader)
+    assert {b.id: b.state for b in c.brokers}[old_leader] == "killed"
+    after = Wait("a new leader", timeout=30).until(
+        lambda: (lambda p: p if p.leader not in (None, old_leader) else None)(c.describe_topic(topic)[0]))
+    assert after.leader in before.isr  # elected from the ISR
+    assert old_leader not in after.isr
+    # The client follows the new leader: acks=all still works with 2 of 3 (min ISR 2).
+    assert produce(c, topic, 50, acks="all") == (50, [])
+    assert c.describe_topic(topic)[0].high_watermark == 100
+
+    c.start_broker(old_leader)
+    assert old_leader in c.live_broker_ids()
+    c.wait_for_isr(topic)
+    assert sorted(c.describe_topic(topic)[0].isr) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("fresh_cluster", ["single-broker"], indirect=True)
+def test_pause_and_resume(fresh_cluster, unique):
+    c = fresh_cluster
+    topic = c.create_topic(unique("paused"), partitions=1, replication_factor=1)
+    c.pause_broker(1)
+    assert c.brokers[0].state == "paused"
+    p = c.producer(acks="all", message_timeout_ms=1500)
+    errors = []
+    p.produce(topic, value=b"x", on_delivery=lambda err, msg: errors.append(err))
+    p.flush(10)
+    assert errors and errors[0] is not None and errors[0].code() == KafkaError._MSG_TIMED_OUT
+    c.resume_broker(1)
+    assert c.brokers[0].state == "running"
+    assert produce(c, topic, 5, acks="all") == (5, [])
+
+
+@pytest.mark.parametrize("fresh_cluster", ["single-broker"], indirect=True)
+def test_stop_broker_is_graceful_and_stop_cleans_up(fresh_cluster, jvm_pids):
+    c = fresh_cluster
+    marker = str(c.data_dir)
+    assert len(jvm_pids(marker)) == 1
+    c.stop_broker(1)
+    assert c.brokers[0].state == "stopped" and c.brokers[0].pid is None
+    assert "shut down completed" in c.broker_log(1, lines=200)  # a controlled shutdown, not a kill
+    c.start_broker(1)
+    c.stop()
+    c.stop()  # twice is fine
+    assert jvm_pids(marker) == []
+    assert not c.data_dir.exists()
+    with pytest.raises(ClusterStateError, match="stopped"):
+        c.kill_broker(1)
+
+
+def test_two_clusters_at_once_do_not_collide(unique):
+    clusters, errors = [], []
+
+    def start():
+        try:
+            clusters.append(labkit.start_cluster("single-broker", progress=False))
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(2)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    try:
+        assert errors == []
+        a, b = clusters
+        assert a.bootstrap_servers != b.bootstrap_servers and a.data_dir != b.data_dir
+        topic = a.create_topic(unique("only-in-a"), partitions=1)
+        assert topic in a.topics() and topic not in b.topics()
+    finally:
+        for c in clusters:
+            c.stop()
+
+
+def test_bad_broker_setting_value_raises_with_log_and_leaves_nothing(jvm_pids):
+    before = set(os.listdir(labkit.native.data_root()))
+    with pytest.raises(BrokerStartError) as info:
+        labkit.start_cluster("single-broker", progress=False, num_partitions="many")
+    assert info.value.log_tail  # the evidence is attached
+    assert "num.partitions" in str(info.value)
+    leftovers = set(os.listdir(labkit.native.data_root())) - before
+    assert not [d for d in leftovers if d.startswith("labkit-")]
+    assert jvm_pids("labkit-") == [] or all("labkit-" not in d for d in leftovers)
+
+
+def test_unknown_setting_and_profile_fail_before_starting():
+    with pytest.raises(SettingError, match="log.retention.ms"):
+        labkit.start_cluster("single-broker", progress=False, log_retension_ms=1000)
+    with pytest.raises(ProfileError, match="Valid profiles"):
+        labkit.start_cluster("seven-brokers")
+    with pytest.raises(labkit.BackendError, match="Valid backends"):
+        labkit.start_cluster(backend="kubernetes")
+
+
+def test_external_cluster_reads_but_cannot_break(cluster, unique, monkeypatch):
+    ext = labkit.connect(cluster.bootstrap_servers)
+    topic = cluster.create_topic(unique("ext"), partitions=2)
+    assert len(ext.describe_topic(topic)) == 2
+    assert {b.id for b in ext.brokers} == {1, 2, 3}
+    with pytest.raises(UnsupportedOperation, match="external"):
+        ext.kill_broker(1)
+    monkeypatch.setenv("LABKIT_BOOTSTRAP", cluster.bootstrap_servers)
+    attached = labkit.start_cluster()
+    assert attached.backend == "external" and attached.bootstrap_servers == cluster.bootstrap_servers
+    attached.stop()
+    assert cluster.live_broker_ids() == {1, 2, 3}  # stopping an attachment leaves the cluster alone
+
+
+def test_topic_prefix_on_a_shared_cluster(cluster, unique, monkeypatch):
+    monkeypatch.setenv("LABKIT_TOPIC_PREFIX", "alice.")
+    ext = labkit.connect(cluster.bootstrap_servers)
+    name = ext.create_topic(unique("orders"), partitions=1)
+    assert name.startswith("alice.") and name in cluster.topics()
+    assert ext.describe_topic(name[len("alice."):]).name == name

@@ -1,0 +1,75 @@
+"""No broker outlives the Python process that started it, whatever happens to that process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from labkit.waiting import Wait
+
+pytestmark = pytest.mark.integration
+
+CHILD = textwrap.dedent("""
+    import sys, time, labkit
+    c = labkit.start_cluster(sys.argv[1], progress=False)
+    print(c.data_dir, flush=True)
+    {after_start}
+    time.sleep(600)
+""")
+
+
+def _start_child(profile: str, after_start: str = "") -> tuple[subprocess.Popen, Path]:
+    code = CHILD.format(after_start=after_start)
+    proc = subprocess.Popen([sys.executable, "-c", code, profile], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip()
+    assert line, "the child did not start its cluster"
+    return proc, Path(line)
+
+
+@pytest.mark.parametrize("profile,after_start", [
+    ("three-brokers", ""),
+    ("single-broker", "c.pause_broker(1)"),  # a paused (SIGSTOPped) broker must die too
+])
+def test_sigkill_of_the_owner_leaves_no_broker(profile, after_start, jvm_pids):
+    proc, data_dir = _start_child(profile, after_start)
+    marker = str(data_dir)
+    expected = 3 if profile == "three-brokers" else 1
+    assert len(jvm_pids(marker)) == expected
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    Wait("the cluster's JVMs to die after their owner was SIGKILLed", timeout=20, interval=0.2).until(
+        lambda: jvm_pids(marker) == [])
+    Wait("the cluster's data dir to be removed", timeout=10).until(lambda: not data_dir.exists())
+
+
+def test_normal_exit_without_stop_cleans_up(jvm_pids):
+    code = "import labkit; c = labkit.start_cluster('single-broker', progress=False); print(c.data_dir, flush=True)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    data_dir = out.stdout.strip()
+    assert data_dir, out.stderr
+    assert jvm_pids(data_dir) == []
+    assert not Path(data_dir).exists()
+
+
+def test_pid_reuse_guard_in_watchdog(tmp_path):
+    """The watchdog only kills processes whose command line still carries the cluster's marker."""
+    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    watchdog = subprocess.Popen([sys.executable, "-S", str(Path(__file__).parents[1] / "labkit" / "_watchdog.py")],
+                                stdin=subprocess.PIPE, text=True)
+    watchdog.stdin.write(f"watch {victim.pid} /no/such/marker\ncleanup {tmp_path / 'gone'}\n")
+    (tmp_path / "gone").mkdir()
+    watchdog.stdin.close()  # the "parent" dies
+    watchdog.wait(timeout=15)
+    try:
+        assert victim.poll() is None  # not ours: left alone
+        assert not (tmp_path / "gone").exists()
+    finally:
+        victim.kill()
+        victim.wait()
