@@ -29,7 +29,9 @@ from .errors import (
     UnsupportedOperation,
     WaitTimeout,
 )
+from .doctor import setup_check
 from .profiles import list_profiles, load_profile
+from .tools import run_tool
 
 __version__ = "0.1.0"
 
@@ -46,5 +48,5 @@ __all__ = [
     "DistributionError", "ExternalCluster", "JavaError", "LabkitError", "OfflineError", "PartitionState",
     "PortInUseError", "ProfileError", "SettingError", "ToolError", "TopicState", "UnsupportedOperation",
     "WaitTimeout", "__version__", "broker_settings", "connect", "ensure_distribution", "find_java",
-    "list_profiles", "load_profile", "start_cluster",
+    "list_profiles", "load_profile", "run_tool", "setup_check", "start_cluster",
 ]

@@ -132,6 +132,28 @@ class Cluster:
         """Per partition: leader, replicas, ISR, log start offset and high watermark."""
         return _admin.describe_topic(self.admin(), self.topic_name(name))
 
+    def wait_for_isr(self, topic: str, timeout: float = 60.0) -> _admin.TopicState:
+        """Wait until every partition of ``topic`` has all its replicas in sync; returns the state."""
+        from .waiting import Wait
+
+        def in_sync() -> Optional[_admin.TopicState]:
+            state = self.describe_topic(topic)
+            return state if all(set(p.isr) == set(p.replicas) for p in state.partitions) else None
+
+        return Wait(f"every replica of {topic!r} to be in sync", timeout=timeout, interval=0.25).until(in_sync)
+
+    def wait_for_new_leader(self, topic: str, partition: int, old_leader: Optional[int],
+                            timeout: float = 60.0) -> _admin.TopicState:
+        """Wait until ``partition`` of ``topic`` is led by a broker other than ``old_leader``; returns the state."""
+        from .waiting import Wait
+
+        def moved() -> Optional[_admin.TopicState]:
+            state = self.describe_topic(topic)
+            return state if state[partition].leader not in (None, old_leader) else None
+
+        return Wait(f"partition {partition} of {topic!r} to get a new leader", timeout=timeout,
+                    interval=0.2).until(moved)
+
     def live_broker_ids(self) -> set[int]:
         """Ids of the brokers the cluster's own metadata lists right now."""
         return _admin.broker_ids(self.admin())

@@ -86,3 +86,64 @@ def _pyspark() -> Check:
 
 def run_checks() -> list[Check]:
     return [_python(), _java(), _jars(), _pyspark(), _docker(), _disk()]
+
+
+class SetupReport:
+    """The Setup cell's checks, rendered as a short list in a notebook."""
+
+    def __init__(self, checks: list[Check]) -> None:
+        self.checks = checks
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok or c.optional for c in self.checks)
+
+    def __repr__(self) -> str:
+        lines = []
+        for c in self.checks:
+            if c.optional and not c.ok:
+                continue
+            lines.append(f"{'✓' if c.ok else '✗'} {c.name}: {c.detail}" + (f"\n    fix: {c.fix}" if not c.ok else ""))
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        items = []
+        for c in self.checks:
+            if c.optional and not c.ok:
+                continue
+            mark = "<span style='color:#27ae60'>✓</span>" if c.ok else "<span style='color:#c0392b'>✗</span>"
+            fix = f"<br><b>fix:</b> {html.escape(c.fix)}" if not c.ok else ""
+            items.append(f"<li>{mark} <b>{html.escape(c.name)}</b>: {html.escape(c.detail)}{fix}</li>")
+        return "<ul style='list-style:none;padding-left:0'>" + "".join(items) + "</ul>"
+
+
+def setup_check(need_spark: bool = False) -> SetupReport:
+    """What a lesson's Setup cell shows: Python, Java, the Kafka jars (and PySpark when asked).
+
+    Raises :class:`LabkitError` with the fix when something essential is missing,
+    so the notebook stops at the Setup cell instead of failing later.
+    """
+    checks = [_python(), _java(), _jars_or_fetch()]
+    if need_spark:
+        checks.append(_pyspark())
+    report = SetupReport(checks)
+    if not report.ok:
+        bad = next(c for c in checks if not c.ok)
+        raise LabkitError(f"{bad.name}: {bad.detail}", bad.fix)
+    return report
+
+
+def _jars_or_fetch() -> Check:
+    """Like the jar check, but fetches the jars (with progress) when they are missing and the network is there."""
+    check = _jars()
+    if check.ok:
+        return check
+    from .distribution import ensure_distribution
+
+    try:
+        ensure_distribution(progress=True)
+    except LabkitError as exc:
+        return Check("Kafka jars", False, str(exc).split(" Connect")[0], exc.hint)
+    return _jars()

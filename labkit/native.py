@@ -319,11 +319,6 @@ class NativeCluster(Cluster):
         """A node's ``log.dirs``: one sub-directory per partition it stores."""
         return self._node(broker_id).data_dir
 
-    def wait_for_isr(self, topic: str, timeout: float = 60.0) -> None:
-        """Wait until every partition of ``topic`` has all its replicas in sync again."""
-        Wait(f"every replica of {topic!r} to be in sync", timeout=timeout, interval=0.25).until(
-            lambda: all(set(p.isr) == set(p.replicas) for p in self.describe_topic(topic).partitions))
-
     def _summary(self) -> str:
         version = self.distribution.version if self.distribution else kafka_spec().version
         return f"{self.profile}, Kafka {version}, native JVMs"
