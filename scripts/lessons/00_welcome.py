@@ -204,6 +204,10 @@ print("records still readable (high watermark unchanged):",
 """, check=True)
 
 nb.md("""
+The lines starting with `%3|` or `%6|` that may appear in red are the client library
+(librdkafka) logging that it lost its connection to the dead broker. They are information,
+not errors in your code.
+
 The client follows the new leader by itself: it refreshes its metadata and sends to whoever
 leads now. `acks="all"` still works with two of three brokers, because this cluster's
 `min.insync.replicas` is 2.
@@ -236,11 +240,13 @@ print(cluster.tool("kafka-topics", "--describe", "--topic", topic))
 nb.md("""
 ## Clean up
 
-`cluster.stop()` kills the brokers and deletes their data. (If you forget, the lab does it when
-the kernel stops.)
+Close the clients first (so they don't complain about brokers going away), then
+`cluster.stop()` stops the brokers and deletes their data. If you forget, the lab does it when
+the kernel stops.
 """)
 nb.code("""
 producer.flush(10)
+del producer
 cluster.stop()
 """)
 nb.md("""

@@ -1,0 +1,96 @@
+"""Build lesson notebooks from their sources in ``scripts/lessons/`` (for authors, not learners).
+
+    python scripts/build_notebooks.py                 # every lesson: generate, execute, store checked outputs
+    python scripts/build_notebooks.py 00 02           # only lessons whose file name starts with these
+    python scripts/build_notebooks.py --no-execute    # generate only (outputs left empty)
+
+A lesson's ``.py`` source writes ``notebooks/<name>.ipynb`` with no outputs. Then the
+notebook is executed headless with papermill and the outputs of the cells marked
+``# NBVAL_CHECK_OUTPUT`` are copied back into it (stderr dropped): those are the
+reference outputs nbval compares against in ``make test``. All other cells stay
+empty, so a learner opens a clean notebook.
+"""
+
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = ROOT / "scripts" / "lessons"
+NOTEBOOKS = ROOT / "notebooks"
+CHECK_MARK = "# NBVAL_CHECK_OUTPUT"
+
+
+def lesson_sources(prefixes: list[str]) -> list[Path]:
+    sources = sorted(p for p in LESSONS.glob("[0-9]*.py"))
+    if prefixes:
+        sources = [p for p in sources if any(p.name.startswith(x) for x in prefixes)]
+    return sources
+
+
+def notebook_for(source: Path) -> Path:
+    return NOTEBOOKS / (source.stem + ".ipynb")
+
+
+def generate(source: Path) -> Path:
+    runpy.run_path(str(source), run_name="__main__")
+    return notebook_for(source)
+
+
+def store_checked_outputs(notebook: Path, executed: Path) -> int:
+    """Copy outputs of the check-marked cells from ``executed`` into ``notebook``; returns how many."""
+    nb = nbformat.read(notebook, as_version=4)
+    done = nbformat.read(executed, as_version=4)
+    count = 0
+    for cell, ran in zip(nb.cells, done.cells):
+        if cell.cell_type != "code":
+            continue
+        if cell.source.startswith(CHECK_MARK):
+            cell.outputs = [o for o in ran.outputs if not (o.output_type == "stream" and o.name == "stderr")]
+            cell.execution_count = ran.execution_count
+            count += 1
+        else:
+            cell.outputs, cell.execution_count = [], None
+    nbformat.write(nb, str(notebook))
+    return count
+
+
+def execute(notebook: Path) -> Path:
+    import papermill
+
+    out = Path(tempfile.mkdtemp(prefix="kafka-lab-build-")) / notebook.name
+    papermill.execute_notebook(str(notebook), str(out), cwd=str(NOTEBOOKS), kernel_name="python3",
+                               progress_bar=False, execution_timeout=600)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("lessons", nargs="*", help="file-name prefixes of lessons to build (default: all)")
+    parser.add_argument("--no-execute", action="store_true", help="only generate the notebooks")
+    args = parser.parse_args(argv)
+    sources = lesson_sources(args.lessons)
+    if not sources:
+        parser.error(f"no lesson source in {LESSONS} matches {args.lessons}")
+    for source in sources:
+        notebook = generate(source)
+        if args.no_execute:
+            print(f"generated {notebook.relative_to(ROOT)}")
+            continue
+        start = time.monotonic()
+        executed = execute(notebook)
+        stored = store_checked_outputs(notebook, executed)
+        print(f"built {notebook.relative_to(ROOT)}: ran in {time.monotonic() - start:.0f} s, "
+              f"{stored} checked output(s) stored")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

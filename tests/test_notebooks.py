@@ -1,0 +1,126 @@
+"""Every lesson notebook: built from its source, opens the house way, and runs top to bottom.
+
+Each lesson runs twice: under papermill (the executed copy is kept in
+``test-output/notebooks/`` for inspection) and under nbval in lax mode, which
+compares the outputs of the cells marked ``# NBVAL_CHECK_OUTPUT`` with the ones
+stored in the notebook (after ``tests/nbval_sanitize.cfg`` replaces ports, ids
+and timings). After each run no broker JVM of that run may be left.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import REPO, java_pids_of
+
+NOTEBOOKS = REPO / "notebooks"
+LESSON_SOURCES = REPO / "scripts" / "lessons"
+LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+CHECK_MARK = "# NBVAL_CHECK_OUTPUT"
+
+
+def _ids(paths):
+    return [p.stem for p in paths]
+
+
+def _read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def _code(nb) -> list[str]:
+    return [c.source for c in nb.cells if c.cell_type == "code"]
+
+
+def test_every_lesson_has_a_source_and_every_source_a_lesson():
+    sources = {p.stem for p in LESSON_SOURCES.glob("[0-9][0-9]_*.py")}
+    assert sources == {p.stem for p in LESSONS}
+
+
+@pytest.mark.parametrize("notebook", LESSONS, ids=_ids(LESSONS))
+def test_lesson_is_generated_from_its_source(notebook, tmp_path, monkeypatch):
+    """The committed notebook's cells are exactly what its script writes (edit the script, not the notebook)."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    import nbbuild
+
+    written = {}
+    monkeypatch.setattr(nbbuild.Notebook, "save", lambda self, path: written.update(nb=self.nb))
+    runpy.run_path(str(LESSON_SOURCES / (notebook.stem + ".py")), run_name="__main__")
+    fresh, committed = written["nb"], _read(notebook)
+    assert [(c.cell_type, c.source) for c in fresh.cells] == [(c.cell_type, c.source) for c in committed.cells], (
+        f"{notebook.name} is out of date: run `python scripts/build_notebooks.py {notebook.stem[:2]}`")
+
+
+@pytest.mark.parametrize("notebook", LESSONS, ids=_ids(LESSONS))
+def test_lesson_opens_and_closes_the_house_way(notebook):
+    nb = _read(notebook)
+    first = nb.cells[0]
+    assert first.cell_type == "markdown" and first.source.startswith("# "), "a lesson starts with its title"
+    assert any(c.cell_type == "markdown" and c.source.startswith("## Setup") for c in nb.cells[:4])
+    code = _code(nb)
+    assert "labkit.setup_check(" in code[0], "the first code cell checks the set-up"
+    assert any("start_cluster(" in c for c in code[:3]), "the cluster starts in the first cells"
+    assert any("cluster.stop()" in c for c in code[-2:]), "the last cells stop the cluster"
+    assert all("slideshow" in c.metadata for c in nb.cells), "every cell carries slide metadata"
+    checked = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith(CHECK_MARK)]
+    assert checked, "at least one cell's output is checked by nbval"
+    assert all(c.outputs for c in checked), "checked cells carry their reference output (build_notebooks.py)"
+    unchecked = [c for c in nb.cells if c.cell_type == "code" and not c.source.startswith(CHECK_MARK)]
+    assert not any(c.outputs for c in unchecked), "only checked cells keep outputs"
+
+
+def _env(data_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["LABKIT_DATA_DIR"] = str(data_dir)
+    env.pop("LABKIT_BOOTSTRAP", None)
+    return env
+
+
+def _no_jvm_left(data_dir: Path) -> None:
+    import time
+
+    deadline = time.monotonic() + 15
+    while java_pids_of(str(data_dir)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not java_pids_of(str(data_dir)), "a broker JVM outlived the notebook's kernel"
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("notebook", LESSONS, ids=_ids(LESSONS))
+def test_lesson_runs_under_papermill(notebook, output_dir):
+    out_dir = output_dir / "notebooks"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / notebook.name
+    with tempfile.TemporaryDirectory(prefix="kafka-lab-nb-") as data_dir:
+        proc = subprocess.run(
+            [sys.executable, "-m", "papermill", str(notebook), str(out), "--cwd", str(NOTEBOOKS),
+             "-k", "python3", "--execution-timeout", "600", "--no-progress-bar"],
+            env=_env(Path(data_dir)), capture_output=True, text=True, timeout=1200)
+        assert proc.returncode == 0, f"{notebook.name} failed under papermill:\n{proc.stderr[-3000:]}"
+        _no_jvm_left(Path(data_dir))
+    executed = _read(out)
+    errors = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors
+    assert all(c.execution_count for c in executed.cells if c.cell_type == "code"), "every cell ran"
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("notebook", LESSONS, ids=_ids(LESSONS))
+def test_lesson_checked_outputs_match_under_nbval(notebook):
+    with tempfile.TemporaryDirectory(prefix="kafka-lab-nb-") as data_dir:
+        env = _env(Path(data_dir))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "tests"), env.get("PYTHONPATH")]))
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "nbval_plugin",
+             "--nbval-lax", "--nbval-sanitize-with", str(REPO / "tests" / "nbval_sanitize.cfg"),
+             "--nbval-cell-timeout", "600", "--nbval-current-env", str(notebook)],
+            cwd=str(NOTEBOOKS), env=env, capture_output=True, text=True, timeout=1200)
+        assert proc.returncode == 0, f"nbval on {notebook.name}:\n{proc.stdout[-4000:]}"
+        _no_jvm_left(Path(data_dir))
