@@ -8,7 +8,9 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 
-.PHONY: setup lab test test-fast benchmarks clean
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: setup setup-browser lab test test-fast benchmarks clean
 
 setup: $(STAMP)
 	@$(VENV)/bin/labkit setup
@@ -24,8 +26,16 @@ $(STAMP): pyproject.toml
 lab: setup
 	$(VENV)/bin/labkit lab
 
-test: setup
+test: setup setup-browser
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Debian's Chromium for the real-browser test: Playwright drives it, nothing is downloaded at test time.
+setup-browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  command -v apt-get >/dev/null 2>&1 || { echo "The browser test needs Chromium: install it with your package manager." >&2; exit 1; }; \
+	  echo "Installing Chromium (Debian package) for the browser test..."; \
+	  $(SUDO) apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q --no-install-recommends chromium >/dev/null; }; }
 
 # Unit tests only: no broker, a few seconds.
 test-fast: setup

@@ -209,6 +209,8 @@ def cmd_lab(args: argparse.Namespace) -> int:
     start = "README.md" if (notebooks / "README.md").exists() else ""
     cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={notebooks}",
            "--ServerApp.ip=127.0.0.1"]
+    if os.geteuid() == 0:  # a container or a VM: JupyterLab refuses root without this
+        cmd.append("--allow-root")
     if args.no_browser:
         cmd.append("--no-browser")
     if args.port:

@@ -23,6 +23,7 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
 LESSONS = ROOT / "scripts" / "lessons"
 NOTEBOOKS = ROOT / "notebooks"
 CHECK_MARK = "# NBVAL_CHECK_OUTPUT"
@@ -89,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         stored = store_checked_outputs(notebook, executed)
         print(f"built {notebook.relative_to(ROOT)}: ran in {time.monotonic() - start:.0f} s, "
               f"{stored} checked output(s) stored")
+    import start_page
+
+    start_page.main([])
     return 0
 
 

@@ -21,12 +21,15 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 
 class Notebook:
-    def __init__(self, title: str) -> None:
+    """A lesson being written. ``summary`` (one line) and ``minutes`` feed the start page."""
+
+    def __init__(self, title: str, summary: str = "", minutes: Optional[int] = None) -> None:
         self.nb = new_notebook()
         self.nb.metadata.update({
             "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
             "language_info": {"name": "python"},
             "title": title,
+            "kafka_lab": {"summary": summary, "minutes": minutes},
         })
 
     def md(self, text: str, slide: Optional[str] = None) -> None:

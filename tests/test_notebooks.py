@@ -58,6 +58,22 @@ def test_lesson_is_generated_from_its_source(notebook, tmp_path, monkeypatch):
         f"{notebook.name} is out of date: run `python scripts/build_notebooks.py {notebook.stem[:2]}`")
 
 
+def test_start_page_is_up_to_date_and_lists_every_lesson_and_exercise():
+    sys.path.insert(0, str(REPO / "scripts"))
+    import start_page
+
+    assert start_page.main(["--check"]) == 0, "run `python scripts/start_page.py`"
+    text = start_page.START_PAGE.read_text()
+    for lesson in LESSONS:
+        assert f"]({lesson.name})" in text
+        assert _read(lesson).metadata["kafka_lab"]["minutes"], f"{lesson.name} has no estimated time"
+    exercises = start_page.EXERCISE_INDEX
+    if exercises.exists():
+        with exercises.open("rb") as fh:
+            for ex in start_page.tomllib.load(fh)["exercise"]:
+                assert f"](exercises/{ex['id']}.ipynb)" in text
+
+
 @pytest.mark.parametrize("notebook", LESSONS, ids=_ids(LESSONS))
 def test_lesson_opens_and_closes_the_house_way(notebook):
     nb = _read(notebook)

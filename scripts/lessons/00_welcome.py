@@ -6,7 +6,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from nbbuild import Notebook  # noqa: E402
 
-nb = Notebook("00 · Welcome to Kafka Lab")
+nb = Notebook("00 · Welcome to Kafka Lab",
+              summary="Start a three-broker cluster, write and read records, kill a leader and watch failover.",
+              minutes=15)
 
 nb.md("""
 # 00 · Welcome to Kafka Lab

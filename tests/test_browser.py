@@ -1,0 +1,187 @@
+"""Lessons in a real browser: JupyterLab on loopback, driven by Playwright in headless Chromium.
+
+For each checked lesson the test opens it in JupyterLab, runs all cells from the
+Run menu, waits until the kernel has run every cell, and asserts that no cell
+errored and that plotly figures and ipywidgets actually rendered in the page.
+A screenshot per lesson lands in ``test-output/browser/``.
+
+Chromium comes from Debian (``make setup-browser`` installs it); Playwright's
+Python package drives it through ``executable_path``, so nothing is downloaded
+at test time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import REPO, java_pids_of
+
+pytestmark = [pytest.mark.browser, pytest.mark.notebook]
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
+                 "--no-first-run", "--disable-component-update", "--disable-sync"]
+LESSONS = ["00_welcome", "02_keys_and_murmur2"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _lab_settings(settings_dir: Path) -> None:
+    """JupyterLab settings for a quiet, fully rendered page: every cell in the DOM, no news pop-up."""
+    tracker = settings_dir / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    notes = settings_dir / "@jupyterlab" / "apputils-extension"
+    notes.mkdir(parents=True)
+    (notes / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
+                                                                        "checkForUpdates": False}))
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory):
+    """A JupyterLab server on a copy of notebooks/ (the repository's notebooks are never written)."""
+    if CHROMIUM is None:
+        pytest.fail("Chromium is not installed: run `make setup-browser` (Debian package `chromium`).")
+    work = tmp_path_factory.mktemp("lab")
+    root = work / "notebooks"
+    shutil.copytree(REPO / "notebooks", root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    _lab_settings(work / "settings")
+    data_dir = work / "clusters"
+    data_dir.mkdir()
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(work / "settings"), LABKIT_DATA_DIR=str(data_dir),
+               JUPYTER_CONFIG_DIR=str(work / "config"))
+    env.pop("LABKIT_BOOTSTRAP", None)
+    log = (work / "jupyterlab.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+         f"--ServerApp.port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+         "--ServerApp.port_retries=0"] + (["--allow-root"] if os.geteuid() == 0 else []),
+        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail(f"JupyterLab did not start: {(work / 'jupyterlab.log').read_text()[-2000:]}")
+            time.sleep(0.3)
+    yield {"base": base, "token": token, "root": root, "data_dir": data_dir}
+    server.terminate()
+    try:
+        server.wait(20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def _prompts(page) -> list[str]:
+    return [p.strip() for p in page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()]
+
+
+def _run_all(page) -> None:
+    """Run > Run All Cells, retried until the kernel visibly starts (the menu can be ready before the kernel)."""
+    for _ in range(5):
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if "[*]:" in _prompts(page):
+                return
+            time.sleep(0.25)
+    raise AssertionError("Run All Cells did not start the kernel")
+
+
+def _wait_all_cells_ran(page, notebook: Path, timeout: float, stall: float = 180) -> None:
+    """Until every code cell shows an execution number and none is queued or running."""
+    code_cells = sum(1 for c in nbformat.read(notebook, as_version=4).cells if c.cell_type == "code")
+    deadline = time.monotonic() + timeout
+    last, last_change = None, time.monotonic()
+    while time.monotonic() < deadline:
+        prompts = _prompts(page)
+        if len(prompts) == code_cells and all(p.strip("[]:").isdigit() for p in prompts):
+            return
+        if prompts != last:
+            last, last_change = prompts, time.monotonic()
+        elif time.monotonic() - last_change > stall:
+            break
+        time.sleep(1)
+    raise AssertionError(f"not every cell ran (prompts {last})")
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_lesson_runs_and_renders_in_chromium(lesson, jupyterlab, browser, output_dir):
+    notebook = jupyterlab["root"] / f"{lesson}.ipynb"
+    shots = output_dir / "browser"
+    shots.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    console_errors: list[str] = []
+    page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+    ok = False
+    try:
+        page.goto(f"{jupyterlab['base']}/lab/tree/{notebook.name}?token={jupyterlab['token']}")
+        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+        rise = page.locator('.jp-NotebookPanel-toolbar [data-command="RISE:preview"]')
+        assert rise.count() == 1, "the slideshow (jupyterlab-rise) button is missing"
+        _run_all(page)
+        _wait_all_cells_ran(page, notebook, timeout=600)
+        page.keyboard.press("Control+s")
+        time.sleep(2)
+
+        # Rendered: plotly figures drew an SVG, widgets mounted, nothing said it could not render.
+        plots = page.locator(".js-plotly-plot .main-svg")
+        widgets = page.locator(".jp-OutputArea-output .widget-box, .jp-OutputArea-output .jupyter-widgets")
+        assert plots.count() > 0, "no plotly figure rendered"
+        assert widgets.count() > 0, "no widget rendered"
+        plots.first.scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / f"{lesson}.png"))
+        widgets.first.scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / f"{lesson}-widget.png"))
+        body = page.locator(".jp-NotebookPanel").inner_text()
+        assert "Error displaying widget" not in body
+        assert "Traceback (most recent call last)" not in body
+        ok = True
+    finally:
+        if not ok:
+            page.screenshot(path=str(shots / f"{lesson}-failed.png"), full_page=True)
+        page.close()
+
+    saved = nbformat.read(notebook, as_version=4)
+    errors = [(i, o.ename) for i, c in enumerate(saved.cells) if c.cell_type == "code"
+              for o in c.outputs if o.output_type == "error"]
+    assert not errors, f"cells raised: {errors}"
+    assert all(c.execution_count for c in saved.cells if c.cell_type == "code")
+    deadline = time.monotonic() + 15
+    while java_pids_of(str(jupyterlab["data_dir"])) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not java_pids_of(str(jupyterlab["data_dir"])), "the lesson's cluster outlived its last cell"
