@@ -22,6 +22,7 @@ from .errors import BackendError, UnsupportedOperation
 from .profiles import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
+    from .records import Record
     from .tools import ToolResult
 
 
@@ -131,6 +132,13 @@ class Cluster:
     def describe_topic(self, name: str) -> _admin.TopicState:
         """Per partition: leader, replicas, ISR, log start offset and high watermark."""
         return _admin.describe_topic(self.admin(), self.topic_name(name))
+
+    def read_all(self, topic: str, timeout: float = 30.0, isolation_level: str = "read_uncommitted",
+                 ) -> "list[Record]":
+        """Every record ``topic`` stores, with the partition and offset the broker gave it."""
+        from .records import read_all
+
+        return read_all(self, topic, timeout=timeout, isolation_level=isolation_level)
 
     def wait_for_isr(self, topic: str, timeout: float = 60.0) -> _admin.TopicState:
         """Wait until every partition of ``topic`` has all its replicas in sync; returns the state."""

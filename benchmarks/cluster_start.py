@@ -1,0 +1,152 @@
+"""How fast a lab cluster starts and how much memory its brokers use.
+
+    python benchmarks/cluster_start.py [--runs 5] [--profiles single-broker three-brokers] [--json PATH]
+
+Per run, for each profile: time until ``start_cluster()`` returns (ready), time
+until the first ``acks=all`` record is acknowledged (from the same start), and
+the peak resident memory (RSS) of each broker JVM, sampled every 100 ms from
+launch through a small workload (20,000 records produced and consumed). Prints
+every run, then the median, min and max; checks the targets on a 2-core machine:
+three-broker cluster ready in <= 15 s (median), <= 600 MB RSS per broker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import labkit  # noqa: E402
+from labkit.native import NativeCluster  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+TARGETS = {"three-brokers": {"ready_s": 15.0, "rss_mb": 600.0}, "single-broker": {"rss_mb": 600.0}}
+
+
+class RssSampler(threading.Thread):
+    """Samples the RSS of a cluster's broker JVMs every ``interval`` seconds; keeps each broker's peak."""
+
+    def __init__(self, cluster: NativeCluster, interval: float = 0.1) -> None:
+        super().__init__(daemon=True)
+        self.cluster, self.interval = cluster, interval
+        self.peak: dict[int, int] = {}
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            for node_id, node in list(self.cluster._nodes.items()):
+                proc = node.proc
+                if proc is None:
+                    continue
+                try:
+                    rss = psutil.Process(proc.pid).memory_info().rss
+                except psutil.Error:
+                    continue
+                self.peak[node_id] = max(self.peak.get(node_id, 0), rss)
+            self._halt.wait(self.interval)
+
+    def stop(self) -> dict[int, int]:
+        self._halt.set()
+        self.join()
+        return self.peak
+
+
+def workload(cluster: NativeCluster, records: int = 20_000) -> float:
+    """Produce ``records`` small records with acks=all and read them back; returns seconds taken."""
+    t0 = time.monotonic()
+    topic = cluster.create_topic(f"bench-{uuid.uuid4().hex[:6]}", partitions=3)
+    producer = cluster.producer(acks="all", linger_ms=5)
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, key=str(i % 100), value=b"x" * 100)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+    assert producer.flush(60) == 0, "the workload's records were not all acknowledged"
+    read = cluster.read_all(topic, timeout=60)
+    assert len(read) == records, f"read back {len(read)} of {records} records"
+    return time.monotonic() - t0
+
+
+def one_run(profile: str) -> dict:
+    t0 = time.monotonic()
+    cluster = NativeCluster(profile, progress=False)
+    sampler = RssSampler(cluster)
+    sampler.start()
+    try:
+        cluster.start()
+        ready = time.monotonic() - t0
+        topic = cluster.create_topic(f"first-{uuid.uuid4().hex[:6]}", partitions=1)
+        producer = cluster.producer(acks="all")
+        acked: list = []
+        producer.produce(topic, value=b"hello", on_delivery=lambda err, msg: acked.append(err))
+        producer.flush(60)
+        if acked != [None]:
+            raise RuntimeError(f"the first record was not acknowledged: {acked}")
+        first_ack = time.monotonic() - t0
+        work = workload(cluster)
+    finally:
+        peaks = sampler.stop()
+        cluster.stop()
+    rss_mb = [v / 2**20 for v in peaks.values()]
+    return {"ready_s": ready, "first_ack_s": first_ack, "workload_s": work,
+            "rss_mb_max": max(rss_mb), "rss_mb_per_broker": rss_mb}
+
+
+def summarize(runs: list[dict]) -> dict:
+    out = {}
+    for key in ("ready_s", "first_ack_s", "workload_s", "rss_mb_max"):
+        values = [r[key] for r in runs]
+        out[key] = {"median": statistics.median(values), "min": min(values), "max": max(values)}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--profiles", nargs="+", default=["single-broker", "three-brokers"])
+    parser.add_argument("--json", default=str(RESULTS / "cluster_start.json"))
+    parser.add_argument("--no-fail", action="store_true", help="exit 0 even when a target is missed")
+    args = parser.parse_args(argv)
+    labkit.ensure_distribution(progress=True)
+
+    report = {"machine": {"cpus": psutil.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1)},
+              "profiles": {}}
+    failed = False
+    for profile in args.profiles:
+        print(f"\n{profile}: {args.runs} runs")
+        print(f"  {'run':>3}  {'ready s':>8}  {'1st ack s':>9}  {'20k rec s':>9}  {'peak RSS MB/broker':>18}")
+        runs = []
+        for i in range(args.runs):
+            r = one_run(profile)
+            runs.append(r)
+            print(f"  {i + 1:>3}  {r['ready_s']:>8.2f}  {r['first_ack_s']:>9.2f}  {r['workload_s']:>9.2f}  "
+                  f"{r['rss_mb_max']:>18.0f}", flush=True)
+        summary = summarize(runs)
+        report["profiles"][profile] = {"runs": runs, "summary": summary}
+        print("  median " + "  ".join(f"{k}={v['median']:.2f}" for k, v in summary.items()))
+        for key, limit in TARGETS.get(profile, {}).items():
+            value = summary["ready_s" if key == "ready_s" else "rss_mb_max"]["median"]
+            ok = value <= limit
+            failed |= not ok
+            print(f"  {'PASS' if ok else 'FAIL'}: median {key} {value:.1f} (target <= {limit:g})")
+    path = Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2))
+    print(f"\nwrote {path}")
+    return 1 if failed and not args.no_fail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
