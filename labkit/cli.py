@@ -272,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     grade = sub.add_parser("grade", help="grade an exercise notebook against a fresh cluster")
     grade.add_argument("notebook")
     grade.add_argument("--json", dest="json_out", default=None, help="write the report here")
-    grade.add_argument("--timeout", type=float, default=600, help="seconds the notebook may run")
+    grade.add_argument("--timeout", type=float, default=600, help="seconds any one cell may run (default 600)")
     grade.set_defaults(func=_cmd_grade)
     return parser
 

@@ -23,7 +23,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 class Notebook:
     """A lesson being written. ``summary`` (one line) and ``minutes`` feed the start page."""
 
-    def __init__(self, title: str, summary: str = "", minutes: Optional[int] = None) -> None:
+    def __init__(self, title: str, summary: str = "", minutes: Optional[int] = None,
+                 exercise: Optional[str] = None) -> None:
         self.nb = new_notebook()
         self.nb.metadata.update({
             "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
@@ -31,6 +32,8 @@ class Notebook:
             "title": title,
             "kafka_lab": {"summary": summary, "minutes": minutes},
         })
+        if exercise:
+            self.nb.metadata["kafka_lab"] = {"exercise": exercise}
 
     def md(self, text: str, slide: Optional[str] = None) -> None:
         text = textwrap.dedent(text).strip("\n")
