@@ -421,7 +421,12 @@ def grade(path: str | Path, timeout: float = 600.0, progress: bool = False) -> R
     report_path = work / "checks.json"
     status, reason = "graded", ""
     try:
-        nb.cells.append(nbformat.v4.new_code_cell(_grading_cell(ex_id, report_path)))
+        grading_cell = nbformat.v4.new_code_cell(_grading_cell(ex_id, report_path))
+        code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+        if code and ".stop()" in nb.cells[code[-1]].source:  # checks run before the notebook's cluster stops
+            nb.cells.insert(code[-1], grading_cell)
+        else:
+            nb.cells.append(grading_cell)
         to_run, ran = work / path.name, work / f"graded-{path.name}"
         nbformat.write(nb, str(to_run))
         env_backup = os.environ.get("LABKIT_DATA_DIR")
