@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
@@ -155,9 +156,10 @@ def _offsets(admin: AdminClient, topic: str, partitions: list[int], spec: Offset
         futures = admin.list_offsets(request, request_timeout=min(timeout, 5.0))
     except KafkaException:
         return {p: None for p in partitions}
+    deadline = time.monotonic() + timeout
     for tp, fut in futures.items():
         try:
-            out[tp.partition] = fut.result(timeout=timeout).offset
+            out[tp.partition] = fut.result(timeout=max(deadline - time.monotonic(), 0.01)).offset
         except Exception:  # noqa: BLE001 - an offline partition has no offsets to show
             out[tp.partition] = None
     return out

@@ -129,9 +129,9 @@ class Cluster:
     def topics(self, internal: bool = False) -> list[str]:
         return _admin.list_topics(self.admin(), internal=internal)
 
-    def describe_topic(self, name: str) -> _admin.TopicState:
+    def describe_topic(self, name: str, timeout: float = 10.0) -> _admin.TopicState:
         """Per partition: leader, replicas, ISR, log start offset and high watermark."""
-        return _admin.describe_topic(self.admin(), self.topic_name(name))
+        return _admin.describe_topic(self.admin(), self.topic_name(name), timeout=timeout)
 
     def read_all(self, topic: str, timeout: float = 30.0, isolation_level: str = "read_uncommitted",
                  ) -> "list[Record]":
@@ -161,6 +161,12 @@ class Cluster:
 
         return Wait(f"partition {partition} of {topic!r} to get a new leader", timeout=timeout,
                     interval=0.2).until(moved)
+
+    def view(self, topics: Optional[list[str]] = None, **options: Any) -> Any:
+        """A live dashboard of this cluster for notebooks (:class:`labkit.widgets.ClusterView`)."""
+        from .widgets import ClusterView
+
+        return ClusterView(self, topics=topics, **options)
 
     def live_broker_ids(self) -> set[int]:
         """Ids of the brokers the cluster's own metadata lists right now."""

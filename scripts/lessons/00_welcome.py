@@ -178,11 +178,25 @@ how keys choose partitions.
 """)
 
 nb.md("""
+## A live view of the cluster
+
+`cluster.view()` draws a dashboard that keeps itself up to date while you work: each broker with
+its state (and buttons to kill, pause, resume or restart it), a map of which broker leads and
+which follows each partition, and the consumer groups with their lag. It refreshes in the
+background, so the notebook stays free. Keep an eye on it in the next section.
+""")
+nb.code("""
+view = cluster.view(topics=[topic])
+view
+""")
+
+nb.md("""
 ## Break it: kill a partition leader
 
 Now the interesting part. We kill the broker that leads partition 0 with `SIGKILL` — no
 shutdown, no goodbye, like pulling its power cord. The controller notices the broker stopped
 heart-beating, and elects a new leader **from the ISR**, so no acknowledged record is lost.
+The live view above shows the broker go down and the leadership move.
 """)
 nb.code("""
 before = cluster.describe_topic(topic)

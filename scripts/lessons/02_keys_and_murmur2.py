@@ -97,6 +97,21 @@ print(f"java_partition(key, 6) = {pt.java_partition(key, 6)}")
 """, check=True)
 
 nb.md("""
+Try your own keys: the explorer below recomputes as you type or move the slider.
+""")
+nb.code("""
+import ipywidgets as widgets
+
+@widgets.interact(key="customer-42", partitions=widgets.IntSlider(value=6, min=1, max=48))
+def explore(key, partitions):
+    h = pt.murmur2(key)
+    print(f"murmur2        {h:>12}   (bits: {h & 0xFFFFFFFF:032b})")
+    print(f"toPositive     {pt.to_positive(h):>12}")
+    print(f"Java producer  partition {pt.java_partition(key, partitions)}")
+    print(f"Python default partition {pt.librdkafka_partition(key, partitions)}   (CRC32, see below)")
+""")
+
+nb.md("""
 ### The Python client does something else
 
 confluent-kafka (which wraps the C library **librdkafka**) does *not* use that formula by default.
