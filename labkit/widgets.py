@@ -195,7 +195,7 @@ class ClusterView:
                                     ("pause", self.cluster.pause_broker, "warning"),
                                     ("resume", self.cluster.resume_broker, "info"),
                                     ("restart", self.cluster.start_broker, "success")):
-            b = w.Button(description=text, button_style=style, layout=w.Layout(width="68px"),
+            b = w.Button(description=text, button_style=style, layout=w.Layout(width="76px"),
                          disabled=not owns,
                          tooltip=f"{text} broker {broker_id}" if owns else "this backend cannot break its brokers")
             b.on_click(self._handler(action, broker_id, text))

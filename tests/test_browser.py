@@ -34,6 +34,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
                  "--no-first-run", "--disable-component-update", "--disable-sync"]
 LESSONS = ["00_welcome", "02_keys_and_murmur2"]
+#: The notebook on screen (JupyterLab keeps other documents in the DOM, hidden).
+PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 
 
 def _free_port() -> int:
@@ -105,7 +107,16 @@ def browser():
 
 
 def _prompts(page) -> list[str]:
-    return [p.strip() for p in page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()]
+    return [p.strip() for p in page.locator(f"{PANEL} .jp-CodeCell .jp-InputArea-prompt").all_inner_texts()]
+
+
+def _accept_kernel_dialog(page) -> None:
+    """JupyterLab may ask which kernel to start; the notebook's own (Python 3) is preselected."""
+    try:
+        page.wait_for_selector(".jp-Dialog .jp-mod-accept", timeout=5_000)
+    except Exception:
+        return
+    page.locator(".jp-Dialog .jp-mod-accept").first.click()
 
 
 def _run_all(page) -> None:
@@ -148,10 +159,13 @@ def test_lesson_runs_and_renders_in_chromium(lesson, jupyterlab, browser, output
     page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
     ok = False
     try:
-        page.goto(f"{jupyterlab['base']}/lab/tree/{notebook.name}?token={jupyterlab['token']}")
+        # A workspace of its own per lesson: JupyterLab would otherwise reopen the previous lesson too.
+        page.goto(f"{jupyterlab['base']}/lab/workspaces/{lesson}/tree/{notebook.name}"
+                  f"?reset&token={jupyterlab['token']}")
         page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
-        rise = page.locator('.jp-NotebookPanel-toolbar [data-command="RISE:preview"]')
+        _accept_kernel_dialog(page)
+        page.wait_for_selector(f"{PANEL} .jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+        rise = page.locator(f'{PANEL} .jp-NotebookPanel-toolbar [data-command="RISE:preview"]')
         assert rise.count() == 1, "the slideshow (jupyterlab-rise) button is missing"
         _run_all(page)
         _wait_all_cells_ran(page, notebook, timeout=600)
@@ -159,15 +173,15 @@ def test_lesson_runs_and_renders_in_chromium(lesson, jupyterlab, browser, output
         time.sleep(2)
 
         # Rendered: plotly figures drew an SVG, widgets mounted, nothing said it could not render.
-        plots = page.locator(".js-plotly-plot .main-svg")
-        widgets = page.locator(".jp-OutputArea-output .widget-box, .jp-OutputArea-output .jupyter-widgets")
+        plots = page.locator(f"{PANEL} .js-plotly-plot .main-svg")
+        widgets = page.locator(f"{PANEL} .jp-OutputArea-output .widget-box, {PANEL} .jp-OutputArea-output .jupyter-widgets")
         assert plots.count() > 0, "no plotly figure rendered"
         assert widgets.count() > 0, "no widget rendered"
         plots.first.scroll_into_view_if_needed()
         page.screenshot(path=str(shots / f"{lesson}.png"))
         widgets.first.scroll_into_view_if_needed()
         page.screenshot(path=str(shots / f"{lesson}-widget.png"))
-        body = page.locator(".jp-NotebookPanel").inner_text()
+        body = page.locator(PANEL).inner_text()
         assert "Error displaying widget" not in body
         assert "Traceback (most recent call last)" not in body
         ok = True
