@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from . import admin as _admin
@@ -130,8 +130,19 @@ class Cluster:
         return _admin.list_topics(self.admin(), internal=internal)
 
     def describe_topic(self, name: str, timeout: float = 10.0) -> _admin.TopicState:
-        """Per partition: leader, replicas, ISR, log start offset and high watermark."""
-        return _admin.describe_topic(self.admin(), self.topic_name(name), timeout=timeout)
+        """Per partition: leader, replicas, ISR, log start offset and high watermark.
+
+        A paused broker keeps its connections open but never answers; when the
+        shared client's request times out, ask again through the brokers that run.
+        """
+        try:
+            return _admin.describe_topic(self.admin(), self.topic_name(name), timeout=min(timeout, 4.0))
+        except KafkaException as exc:
+            running = [b.address for b in self.brokers if b.state in ("running", "external")]
+            if exc.args[0].code() != KafkaError._TIMED_OUT or not running:
+                raise
+            admin = _admin.make_admin(",".join(running))
+            return _admin.describe_topic(admin, self.topic_name(name), timeout=timeout)
 
     def read_all(self, topic: str, timeout: float = 30.0, isolation_level: str = "read_uncommitted",
                  ) -> "list[Record]":
