@@ -1,0 +1,55 @@
+"""Producer guarantees, counted on a real cluster: what lessons 03–04 claim, asserted."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from labkit.producing import produce_and_count
+
+pytestmark = pytest.mark.integration
+
+
+def _follower_stall(cluster, topic, idempotent):
+    state = cluster.describe_topic(topic)[0]
+    follower = next(r for r in state.replicas if r != state.leader)
+    return produce_and_count(
+        cluster, topic, count=400, pace=0.01, keyed=False, acks="all", enable_idempotence=idempotent,
+        request_timeout_ms=1500, message_timeout_ms=60000, retry_backoff_ms=200, linger_ms=5,
+        actions={150: lambda: cluster.pause_broker(follower),
+                 400: lambda: (time.sleep(5), cluster.resume_broker(follower))})
+
+
+def test_lost_acknowledgements_duplicate_without_idempotence_and_never_with_it(fresh_cluster, unique):
+    plain = None
+    for attempt in range(3):  # a duplicate needs a retry to race the original write
+        plain = _follower_stall(fresh_cluster, fresh_cluster.create_topic(unique(f"plain{attempt}"), 1), False)
+        if plain.duplicates:
+            break
+    assert plain.duplicates > 0 and plain.lost == 0
+    idem = _follower_stall(fresh_cluster, fresh_cluster.create_topic(unique("idem"), 1), True)
+    assert (idem.duplicates, idem.lost, idem.stored) == (0, 0, 400)
+
+
+def test_acks_all_needs_min_insync_replicas_and_acks_1_does_not(fresh_cluster, unique):
+    topic = fresh_cluster.create_topic(unique("acks"), partitions=1, replication_factor=3)
+    leader = fresh_cluster.describe_topic(topic)[0].leader
+    followers = [b.id for b in fresh_cluster.brokers if b.id != leader]
+    fresh_cluster.stop_broker(followers[0])
+    assert produce_and_count(fresh_cluster, topic, 50, acks="all", message_timeout_ms=5000).acked == 50
+    fresh_cluster.stop_broker(followers[1])
+    deadline = time.monotonic() + 20
+    while len(fresh_cluster.describe_topic(topic)[0].isr) > 1 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    refused = produce_and_count(fresh_cluster, topic, 50, acks="all", message_timeout_ms=5000)
+    assert refused.acked == 0 and refused.failed == 50
+    assert produce_and_count(fresh_cluster, topic, 50, acks="1", message_timeout_ms=5000).acked == 50
+
+
+def test_leader_killed_mid_stream_loses_nothing_acknowledged(fresh_cluster, unique):
+    topic = fresh_cluster.create_topic(unique("failover"), partitions=3)
+    victim = fresh_cluster.describe_topic(topic)[0].leader
+    count = produce_and_count(fresh_cluster, topic, 400, pace=0.005, acks="all", enable_idempotence=True,
+                              actions={200: lambda: fresh_cluster.kill_broker(victim)})
+    assert count.acked == 400 and count.lost == 0 and count.duplicates == 0
