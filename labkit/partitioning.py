@@ -13,24 +13,36 @@ These are *models*, to be compared with where the broker actually stored records
   from a Java producer unless the Python producer sets
   ``partitioner="murmur2_random"``. :func:`librdkafka_partition` models each one.
 
-Null and empty keys (librdkafka, ``rdkafka_msg.c``):
+Null and empty keys (librdkafka ``src/rdkafka_msg.c`` and ``src/rdkafka_topic.c``).
+Two places decide. The partitioner functions: ``consistent`` hashes whatever
+it gets (``rd_crc32(NULL, 0)`` is 0); ``consistent_random`` goes random when
+``keylen == 0``; ``murmur2_random`` and ``fnv1a_random`` go random only when the
+key pointer is NULL, so an empty key is hashed. And the dispatcher,
+``rd_kafka_msg_partitioner``: for a NULL key (and, with ``consistent_random``, an
+empty one) it calls the *sticky* partitioner instead, unless the topic's
+``random_partitioner`` flag is set, which it is for ``consistent``, ``murmur2``
+and ``fnv1a`` (and for every partitioner when ``sticky.partitioning.linger.ms``
+is 0). confluent-kafka passes ``key=None`` as NULL and ``key=b""`` as a
+zero-length, non-NULL key.
 
 =================  =========================  ===========================
-partitioner        null key                   empty key (``b""``)
+partitioner        null key (``None``)        empty key (``b""``)
 =================  =========================  ===========================
 consistent         crc32(b"") % n = 0         crc32(b"") % n = 0
 consistent_random  random (sticky)            random (sticky)
 murmur2            murmur2(b"") rule          murmur2(b"") rule
 murmur2_random     random (sticky)            murmur2(b"") rule (Java-like)
-fnv1a              fnv1a rule on b""          fnv1a rule on b""
-fnv1a_random       random (sticky)            fnv1a rule on b""
-random             random                     random
+fnv1a              fnv1a(b"") rule            fnv1a(b"") rule
+fnv1a_random       random (sticky)            fnv1a(b"") rule
+random             random (sticky)            random (each record)
 =================  =========================  ===========================
 
-"random (sticky)": with ``sticky.partitioning.linger.ms`` > 0 (the default)
+"random (sticky)": with ``sticky.partitioning.linger.ms`` > 0 (default 10 ms)
 librdkafka keeps sending keyless records to one random partition for that long,
 like Java's sticky partitioner. :func:`librdkafka_partition` returns ``None``
-where there is no deterministic answer.
+where there is no deterministic answer. The Java producer hashes an empty
+``byte[]`` key too (only a null key is sticky), so :func:`java_partition` accepts
+``b""``.
 """
 
 from __future__ import annotations
@@ -66,7 +78,7 @@ def _key_bytes(key: Key) -> Optional[bytes]:
 
 
 def _check_partitions(num_partitions: int) -> None:
-    if not isinstance(num_partitions, int) or num_partitions < 1:
+    if isinstance(num_partitions, bool) or not isinstance(num_partitions, int) or num_partitions < 1:
         raise PartitioningError(f"num_partitions must be a positive int, not {num_partitions!r}.",
                                 "A topic has at least one partition.")
 
@@ -77,7 +89,15 @@ def _signed32(x: int) -> int:
 
 
 def murmur2(data: Union[bytes, str]) -> int:
-    """Kafka's murmur2 hash, bit-exact with Java's ``Utils.murmur2``: a signed 32-bit int."""
+    """Kafka's murmur2 hash, bit-exact with Java's ``Utils.murmur2``: a signed 32-bit int.
+
+    MurmurHash2 with seed 0x9747b28c, m = 0x5bd1e995, r = 24: the key is read as
+    little-endian 4-byte words; the 1 to 3 bytes left over are folded in last
+    (``h ^= b[2] << 16; h ^= b[1] << 8; h ^= b[0]; h *= m``, falling through like
+    Java's ``switch``). All arithmetic wraps at 32 bits; the result is returned
+    the way Java's ``int`` holds it, so it can be negative. ``str`` keys are
+    hashed as their UTF-8 bytes, as Kafka's ``StringSerializer`` sends them.
+    """
     data = _key_bytes(data)
     if data is None:
         raise PartitioningError("murmur2 needs bytes, not None.", "A null key is not hashed: see the module docs.")
@@ -121,7 +141,11 @@ def java_partition(key: Union[bytes, str], num_partitions: int) -> int:
 
 
 def fnv1a(data: bytes) -> int:
-    """32-bit FNV-1a as librdkafka computes it (``rdfnv1a.c``), as an unsigned int."""
+    """The 32-bit FNV-1a hash (offset basis 0x811c9dc5, prime 0x01000193), as an unsigned int.
+
+    librdkafka's ``rd_fnv1a`` (``src/rdfnv1a.c``) computes this same hash in an
+    ``int32_t`` and then returns its absolute value (see :func:`fnv1a_partition`).
+    """
     h = 0x811C9DC5
     for byte in data:
         h ^= byte
@@ -151,8 +175,13 @@ def _murmur2_random(key: Optional[bytes], n: int) -> Optional[int]:
 
 
 def fnv1a_partition(key: bytes, n: int) -> int:
-    """librdkafka's fnv1a rule, compatible with Sarama (Go): the hash as a *signed* int32, C's
-    truncating ``%``, then the absolute value — measured against the real client in the tests."""
+    """librdkafka's fnv1a rule: ``rd_fnv1a(key) % n``.
+
+    ``rd_fnv1a`` reads the hash as a *signed* int32 and returns its absolute value
+    (to match Sarama's, the Go client's, ``NewHashPartitioner``); the ``%`` is then
+    done on the unsigned result. ``abs(INT32_MIN)`` overflows back to 0x80000000,
+    i.e. 2**31 unsigned, which Python's ``abs`` gives as well.
+    """
     return abs(_signed32(fnv1a(key))) % n
 
 
@@ -225,11 +254,18 @@ def java_reference_murmur2(keys: Iterable[Union[bytes, str]]) -> list[int]:
     if not data:
         return []
     dist = ensure_distribution(progress=False)
-    proc = subprocess.run([str(find_java().executable), "-cp", dist.classpath, str(_JAVA_SOURCE)],
-                          input="\n".join(d.hex() for d in data) + "\n",  # type: ignore[union-attr]
-                          capture_output=True, text=True, timeout=120)
+    command = [str(find_java().executable), "-cp", dist.classpath, str(_JAVA_SOURCE)]
+    try:
+        proc = subprocess.run(command, input="\n".join(d.hex() for d in data) + "\n",  # type: ignore[union-attr]
+                              capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        raise LabkitError("Java's murmur2 reference did not answer within 120 s.",
+                          "The machine may be overloaded; try again, or run `labkit doctor`.") from None
     if proc.returncode != 0:
-        raise LabkitError(f"Java's murmur2 reference failed: {proc.stderr.strip().splitlines()[-1:]}",
+        lines = proc.stderr.strip().splitlines() or ["no output"]
+        first = next((line.strip() for line in lines if "error" in line or "Exception" in line), lines[-1])
+        first = first.rstrip(".")
+        raise LabkitError(f"Java's murmur2 reference failed (exit {proc.returncode}): {first}.",
                           "Run `labkit doctor` to check Java and the Kafka jars.")
     values = [int(line) for line in proc.stdout.split()]
     if len(values) != len(data):

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from labkit import partitioning as pt
+from labkit.errors import LabkitError
 from labkit.partitioning import PartitioningError
 
 # Kafka's own test vectors (clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java, testMurmur2).
@@ -24,9 +25,40 @@ KAFKA_VECTORS = {
 }
 
 
+# librdkafka's own vectors (src/rdmurmur2.c unittest_murmur2 and src/rdfnv1a.c unittest_fnv1a): the
+# same keys, incl. suffixes of a string so every tail length occurs; "" and NULL hash alike.
+_UNALIGNED = b"PreAmbleWillBeRemoved,ThePrePartThatIs"
+LIBRDKAFKA_KEYS = [b"kafka", b"giberish123456789", b"1234", b"234", b"34", b"4",
+                   _UNALIGNED, _UNALIGNED[1:], _UNALIGNED[2:], _UNALIGNED[3:], b""]
+LIBRDKAFKA_MURMUR2 = [0xD067CF64, 0x8F552B0C, 0x9FC97B14, 0xE7C009CA, 0x873930DA, 0x5A4B5CA1,
+                      0x78424F1C, 0x4A62B377, 0xE0E4E09E, 0x62B8B43F, 0x106E08D9]
+LIBRDKAFKA_FNV1A = [0x0D33C4E1, 0x77A58295, 0x023BDD03, 0x2DEA3CD2, 0x740FA83E, 0x310CA263,
+                    0x65CBD69C, 0x6E49C79A, 0x69EED356, 0x6ABCC023, 0x7EE3623B]
+
+
 @pytest.mark.parametrize("key, expected", KAFKA_VECTORS.items(), ids=[k.decode() for k in KAFKA_VECTORS])
 def test_murmur2_matches_kafkas_test_vectors(key, expected):
     assert pt.murmur2(key) == expected
+
+
+@pytest.mark.parametrize("key, expected", list(zip(LIBRDKAFKA_KEYS, LIBRDKAFKA_MURMUR2)),
+                         ids=[k.decode() or "empty" for k in LIBRDKAFKA_KEYS])
+def test_murmur2_matches_librdkafkas_vectors(key, expected):
+    assert pt.murmur2(key) & 0xFFFFFFFF == expected
+
+
+@pytest.mark.parametrize("key, expected", list(zip(LIBRDKAFKA_KEYS, LIBRDKAFKA_FNV1A)),
+                         ids=[k.decode() or "empty" for k in LIBRDKAFKA_KEYS])
+def test_fnv1a_partition_uses_librdkafkas_absolute_value(key, expected):
+    # rd_fnv1a returns |hash as int32|; the partition is that modulo the partition count.
+    h = pt.fnv1a(key)
+    assert abs(h - 2**32 if h >= 2**31 else h) == expected
+    for n in (1, 6, 7, 64):
+        assert pt.fnv1a_partition(key, n) == expected % n
+
+
+def test_murmur2_of_the_empty_key():
+    assert pt.murmur2(b"") == 275646681 == 0x106E08D9
 
 
 def test_str_keys_hash_as_utf8():
@@ -117,6 +149,9 @@ def test_partition_counts_and_predictions():
     (lambda: pt.librdkafka_partition(b"k", 3, "crc64"), "consistent_random"),
     (lambda: pt.murmur2(12345), "bytes, str or None"),
     (lambda: pt.java_partition(None, 3), "key"),
+    (lambda: pt.java_partition(b"k", True), "positive"),
+    (lambda: pt.librdkafka_partition(b"k", -2), "positive"),
+    (lambda: pt.predict_partitions([b"k"], 3, "nope"), "Unknown partitioner"),
 ])
 def test_bad_input_is_a_clear_error(call, match):
     with pytest.raises(PartitioningError, match=match) as info:
@@ -127,8 +162,27 @@ def test_bad_input_is_a_clear_error(call, match):
 @pytest.mark.integration
 def test_murmur2_matches_javas_utils_murmur2_on_random_keys():
     rng = random.Random(7)
-    keys = [bytes(rng.getrandbits(8) for _ in range(n % 23)) for n in range(1500)]
-    keys += [os.urandom(200), "Zürich→東京".encode()]
+    keys = [rng.randbytes(n % 21) for n in range(2000)]  # every length 0..20, so every tail length, ~95 times
+    keys += [b"", bytes(range(256)), os.urandom(200), b"\xff" * 7, "Zürich→東京".encode()]
     java = pt.java_reference_murmur2(keys)
-    assert [pt.murmur2(k) for k in keys] == java
+    assert len(java) == len(keys)
+    mismatches = [(k.hex(), mine, theirs) for k, mine, theirs in zip(keys, map(pt.murmur2, keys), java)
+                  if mine != theirs]
+    assert mismatches == []
     assert pt.java_reference_murmur2(list(KAFKA_VECTORS)) == list(KAFKA_VECTORS.values())
+    assert pt.java_reference_murmur2(["héllo"]) == [pt.murmur2("héllo".encode())]
+
+
+@pytest.mark.integration
+def test_java_reference_failure_is_a_one_line_error(tmp_path, monkeypatch):
+    broken = tmp_path / "Murmur2.java"
+    broken.write_text("public class Murmur2 { this does not compile }\n")
+    monkeypatch.setattr(pt, "_JAVA_SOURCE", broken)
+    with pytest.raises(LabkitError, match="murmur2 reference failed") as info:
+        pt.java_reference_murmur2([b"k"])
+    assert "\n" not in str(info.value)
+
+
+def test_java_reference_of_no_keys_starts_no_jvm(monkeypatch):
+    monkeypatch.setattr(pt.subprocess, "run", lambda *a, **k: pytest.fail("started a JVM"))
+    assert pt.java_reference_murmur2([]) == []
