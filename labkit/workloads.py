@@ -188,8 +188,8 @@ def _member(args: argparse.Namespace) -> int:  # pragma: no cover - runs in the 
     status = Path(args.status)
 
     def write_status(_c: Any, parts: list) -> None:
-        current = consumer.assignment()
-        status.write_text(json.dumps({"assignment": [(p.topic, p.partition) for p in current]}))
+        # ``parts`` is the new assignment (eager protocol): assignment() is only updated after this callback.
+        status.write_text(json.dumps({"assignment": sorted((p.topic, p.partition) for p in parts)}))
 
     consumer.subscribe([args.topic], on_assign=write_status, on_revoke=lambda c, p: status.write_text(
         json.dumps({"assignment": []})))
