@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import os
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
@@ -18,7 +19,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from . import admin as _admin
-from .errors import BackendError, UnsupportedOperation
+from .errors import BackendError, ClusterStateError, UnsupportedOperation
 from .profiles import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
@@ -136,7 +137,12 @@ class Cluster:
         shared client's request times out, ask again through the brokers that run.
         """
         try:
-            return _admin.describe_topic(self.admin(), self.topic_name(name), timeout=min(timeout, 4.0))
+            try:
+                return _admin.describe_topic(self.admin(), self.topic_name(name), timeout=min(timeout, 4.0))
+            except ClusterStateError:
+                # A topic created a moment ago may not be in every broker's metadata yet.
+                time.sleep(1.0)
+                return _admin.describe_topic(self.admin(), self.topic_name(name), timeout=min(timeout, 4.0))
         except KafkaException as exc:
             running = [b.address for b in self.brokers if b.state in ("running", "external")]
             if exc.args[0].code() != KafkaError._TIMED_OUT or not running:
