@@ -206,7 +206,7 @@ nb.code("""
 print(cluster.tool("kafka-configs", "--alter", "--entity-type", "topics", "--entity-name", rolling,
                    "--add-config", "retention.ms=3000"))
 start_before = cluster.describe_topic(rolling)[0].log_start_offset
-deadline = time.monotonic() + 60
+deadline = time.monotonic() + 120
 while cluster.describe_topic(rolling)[0].log_start_offset == start_before and time.monotonic() < deadline:
     p.produce(rolling, key="tick", value=b"still writing")
     p.flush(5)
@@ -253,7 +253,7 @@ def compacted():
     return len(users) == len(set(users)) and b"chen" not in users, records
 
 started = time.monotonic()
-deadline = started + 90
+deadline = started + 180
 done, after = compacted()
 while not done and time.monotonic() < deadline:
     p.produce(profiles, key="tick", value=b"{}")   # new writes roll segments so the cleaner has work
