@@ -1,0 +1,620 @@
+"""A SparkSession wired to the notebook's Kafka cluster, with Spark's own Kafka source and sink.
+
+    spark = labkit.spark.session(cluster)
+    df = (spark.readStream.format("kafka").options(**labkit.spark.kafka_options(cluster))
+          .option("subscribe", topic).load())
+
+The Kafka connector (``org.apache.spark:spark-sql-kafka-0-10_2.13`` at the
+installed pyspark version) is resolved once from Maven Central into the lab's
+user cache with the Apache Ivy jar that ships inside pyspark -- the same way
+:mod:`labkit.distribution` fetches Kafka -- and only the jars pyspark does not
+already ship are kept (the connector, its token provider, ``kafka-clients`` and
+``commons-pool2``). They are passed as ``spark.jars``, so starting a session
+resolves nothing and works offline; ``spark.jars.packages`` would run an Ivy
+resolution (and a network check) at every session start and put second copies
+of slf4j, lz4, snappy and Hadoop's client on the classpath. ``labkit setup``
+(``make setup``) pre-fetches the jars.
+
+Local defaults suit a 2-core laptop: ``local[2]``, two shuffle partitions, a
+small driver heap, no web UI, UTC session time zone, quiet logs, and every
+checkpoint, scratch and warehouse directory inside the cluster's own temp dir
+(deleted with the cluster). ``master=`` or ``$SPARK_MASTER`` selects a real
+Spark cluster instead; there the checkpoint root must be a path every executor
+sees (pass ``checkpoint_root=``) and the brokers must be reachable from them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Optional
+from xml.sax.saxutils import quoteattr
+
+from .distribution import _file_lock, cache_dir, find_java, ivy_jar
+from .errors import DistributionError, JavaError, LabkitError, OfflineError
+from .setup import step
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+    from .cluster import Cluster
+
+log = logging.getLogger(__name__)
+
+SCALA = "2.13"
+CONNECTOR_GROUP = "org.apache.spark"
+CONNECTOR_ARTIFACT = f"spark-sql-kafka-0-10_{SCALA}"
+#: Java versions Spark 4 is built and tested for.
+SUPPORTED_JAVA = (17, 21)
+DEFAULT_MASTER = "local[2]"
+
+#: Settings every lab session gets unless overridden (``**conf`` of :func:`session`).
+LOCAL_DEFAULTS: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.driver.memory": "1g",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "false",
+    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+}
+
+
+# ---------------------------------------------------------------- the connector
+
+
+def pyspark_version() -> str:
+    """The installed pyspark's version (``4.2.0``), without any ``.dev``/``rc`` suffix."""
+    try:
+        import pyspark
+    except ImportError as exc:
+        raise LabkitError("PySpark is not installed.", "Run `make setup` (it installs pyspark).") from exc
+    match = re.match(r"\d+\.\d+\.\d+", pyspark.__version__)
+    return match.group(0) if match else pyspark.__version__
+
+
+def connector_coordinates(version: Optional[str] = None) -> str:
+    """``org.apache.spark:spark-sql-kafka-0-10_2.13:<version>`` (default: the installed pyspark's)."""
+    return f"{CONNECTOR_GROUP}:{CONNECTOR_ARTIFACT}:{version or pyspark_version()}"
+
+
+def _repository() -> str:
+    from .environment import kafka_spec
+
+    return os.environ.get("LABKIT_MAVEN_REPOSITORY") or kafka_spec().repository
+
+
+def connector_dir(version: Optional[str] = None) -> Path:
+    """Where the connector jars for ``version`` live: ``<cache>/spark-kafka-<version>/jars``."""
+    return cache_dir() / f"spark-kafka-{version or pyspark_version()}" / "jars"
+
+
+def cached_connector(version: Optional[str] = None) -> Optional[list[Path]]:
+    """The connector jars if they are already in the cache, else None."""
+    jars_dir = connector_dir(version)
+    if not (jars_dir / ".complete").exists():
+        return None
+    return sorted(jars_dir.glob("*.jar"))
+
+
+def ensure_connector(version: Optional[str] = None, progress: bool = True,
+                     repository: Optional[str] = None) -> list[Path]:
+    """The connector jars, resolved from Maven Central into the user cache first if needed."""
+    version = version or pyspark_version()
+    found = cached_connector(version)
+    if found:
+        return found
+    java = find_java()
+    ivy = ivy_jar()
+    if ivy is None:
+        raise LabkitError("PySpark is not installed, so there is no Apache Ivy to fetch the Spark Kafka connector.",
+                          "Run `make setup` (it installs pyspark).")
+    repository = repository or _repository()
+    check_connector_available(version, repository)  # before creating anything in the cache
+    root = connector_dir(version).parent
+    root.mkdir(parents=True, exist_ok=True)
+    with _file_lock(root / ".lock"):
+        found = cached_connector(version)  # another process may have finished meanwhile
+        if found:
+            return found
+        bar = _Progress(progress, f"Spark Kafka connector {version}", total=None)
+        try:
+            _resolve_connector(java.executable, ivy, version, repository, root, bar)
+        finally:
+            bar.close()
+    return cached_connector(version) or []
+
+
+def check_connector_available(version: str, repository: Optional[str] = None, timeout: float = 15.0) -> None:
+    """Raise a one-line error if the connector's POM cannot be fetched (offline, or no such version)."""
+    repository = (repository or _repository()).rstrip("/")
+    coords = connector_coordinates(version)
+    url = (f"{repository}/{CONNECTOR_GROUP.replace('.', '/')}/{CONNECTOR_ARTIFACT}/{version}/"
+           f"{CONNECTOR_ARTIFACT}-{version}.pom")
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout):
+            return
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            raise DistributionError(
+                f"The Spark Kafka connector {coords} is not on {repository} (404): the installed pyspark "
+                f"{version} is newer than the newest published connector.",
+                "Install the pyspark release the lab pins (`make setup`), or "
+                "`pip install 'pyspark==<newest connector version>'`.") from exc
+        raise OfflineError(f"Cannot fetch the Spark Kafka connector {coords} from {repository} (HTTP {exc.code}).",
+                           "Check your network and run `make setup` again.") from exc
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise OfflineError(
+            f"The Spark Kafka connector {coords} is not in the cache ({cache_dir()}) and {repository} cannot be "
+            f"reached ({reason}).",
+            "Connect to the internet and run `make setup` once; after that Spark works offline.") from exc
+
+
+def _resolve_connector(java: Path, ivy: Path, version: str, repository: str, root: Path, bar: "_Progress") -> None:
+    with tempfile.TemporaryDirectory(prefix="labkit-resolve-", dir=root) as tmp:
+        work = Path(tmp)
+        target = work / "jars"
+        target.mkdir()
+        # Skip what pyspark already ships (Hadoop's client alone is 30 MB): only the rest is downloaded.
+        excludes = "".join(f"\n      <exclude module={quoteattr(name)}/>" for name in sorted(_pyspark_jar_names()))
+        (work / "ivy.xml").write_text(
+            '<ivy-module version="2.0">\n  <info organisation="kafka-lab" module="spark-kafka"/>\n  <dependencies>\n'
+            f"    <dependency org={quoteattr(CONNECTOR_GROUP)} name={quoteattr(CONNECTOR_ARTIFACT)} "
+            f"rev={quoteattr(version)} conf=\"default\">{excludes}\n    </dependency>\n"
+            "  </dependencies>\n</ivy-module>\n")
+        (work / "ivysettings.xml").write_text(
+            "<ivysettings>\n  <settings defaultResolver=\"central\"/>\n"
+            f"  <caches defaultCacheDir={quoteattr(str(cache_dir() / 'ivy'))}/>\n"
+            f"  <resolvers><ibiblio name=\"central\" m2compatible=\"true\" root={quoteattr(repository)}/></resolvers>\n"
+            "</ivysettings>\n")
+        cmd = [str(java), "-jar", str(ivy), "-settings", str(work / "ivysettings.xml"), "-ivy", str(work / "ivy.xml"),
+               "-confs", "default", "-types", "jar", "bundle",
+               "-retrieve", str(target) + "/[artifact]-[revision](-[classifier]).[ext]"]
+        log.info("resolving the Spark Kafka connector: %s", " ".join(cmd))
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=work)
+        assert proc.stdout is not None
+        lines: list[str] = []
+        seen: set[str] = set()
+        try:
+            for line in proc.stdout:
+                lines.append(line)
+                found = re.search(r"^\s*found (\S+?)#(\S+?);", line)
+                if found and found.group(2) not in seen:
+                    seen.add(found.group(2))
+                    bar.step(found.group(2))
+            proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        if proc.returncode != 0:
+            tail = "".join(lines[-10:]).strip()
+            raise DistributionError(f"Fetching the Spark Kafka connector failed (exit {proc.returncode}):\n{tail}\n",
+                                    "Check your network and run `make setup` again.")
+        kept = keep_missing_jars(sorted(target.glob("*.jar")), _pyspark_jar_names())
+        if not any(j.name.startswith(CONNECTOR_ARTIFACT) for j in kept):
+            raise DistributionError(f"Resolution finished but no {CONNECTOR_ARTIFACT} jar arrived in {target}.",
+                                    f"Delete {root} and run `make setup` again.")
+        for jar in sorted(target.glob("*.jar")):
+            if jar not in kept:
+                jar.unlink()
+        (target / ".complete").write_text(f"{connector_coordinates(version)}\n" +
+                                          "".join(f"{j.name}\n" for j in kept))
+        final = root / "jars"
+        if final.exists():
+            shutil.rmtree(final)
+        target.rename(final)
+
+
+_VERSIONED_JAR = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^-]*(?:-[A-Za-z0-9.]+)?)\.jar$")
+
+
+def jar_artifact(filename: str) -> str:
+    """``kafka-clients-3.9.2.jar`` -> ``kafka-clients``; ``zstd-jni-1.5.7-7.jar`` -> ``zstd-jni``."""
+    match = _VERSIONED_JAR.match(filename)
+    return match.group("name") if match else filename.removesuffix(".jar")
+
+
+def keep_missing_jars(resolved: list[Path], shipped: set[str]) -> list[Path]:
+    """The resolved jars whose artifact pyspark does not already ship (in any version)."""
+    return [j for j in resolved if jar_artifact(j.name) not in shipped]
+
+
+def _pyspark_jar_names() -> set[str]:
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    return {jar_artifact(j.name) for j in jars.glob("*.jar")}
+
+
+# ---------------------------------------------------------------- Java
+
+
+def check_java() -> str:
+    """The Java version PySpark will use; raises :class:`JavaError` if Spark cannot run on it."""
+    java = find_java()  # 17+ or a one-line JavaError
+    if java.major not in SUPPORTED_JAVA:
+        log.warning("Java %s is not one Spark %s is tested with (%s)", java.version, pyspark_version(),
+                    " or ".join(map(str, SUPPORTED_JAVA)))
+    return java.version
+
+
+# ---------------------------------------------------------------- sessions
+
+
+@dataclass
+class _Owned:
+    """The session labkit started, and for which cluster."""
+
+    spark: "SparkSession"
+    cluster_ref: "weakref.ReferenceType[Cluster] | None"
+    workdir: Path
+    temp_workdir: bool
+
+
+_CURRENT: Optional[_Owned] = None
+_LOCK = threading.RLock()
+
+
+def kafka_options(cluster: "Cluster", **options: Any) -> dict[str, str]:
+    """Options for Spark's Kafka source/sink: ``kafka.bootstrap.servers`` (and any client settings the
+    cluster needs, e.g. a classroom cluster's security settings) plus yours, as strings.
+
+    ``kafka_options(cluster, subscribe=topic, startingOffsets="earliest")``; Kafka client settings
+    take the ``kafka.`` prefix, as in ``**{"kafka.max.poll.records": "500"}``.
+    """
+    out = {f"kafka.{k}": _option_text(v) for k, v in cluster.client_config().items()
+           if not callable(v) and "." in k}
+    out.update({k: _option_text(v) for k, v in options.items()})
+    return out
+
+
+def _option_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    return str(value)
+
+
+def workdir(cluster: "Cluster") -> Path:
+    """The per-cluster directory for Spark's checkpoints, scratch space and output files.
+
+    Inside the cluster's own temp dir when it has one (a native cluster: deleted with it),
+    else a temp dir of this process (deleted when the session stops).
+    """
+    return _session_dir(cluster)[0]
+
+
+def checkpoint_dir(cluster: "Cluster", name: str) -> str:
+    """A checkpoint directory named ``name`` inside the cluster's Spark directory."""
+    return str(workdir(cluster) / "checkpoints" / name)
+
+
+def session(cluster: "Cluster", app_name: str = "kafka-lab", master: Optional[str] = None,
+            progress: bool = True, log_level: str = "ERROR", checkpoint_root: Optional[str] = None,
+            **conf: Any) -> "SparkSession":
+    """A SparkSession for ``cluster``, with the Kafka connector on its classpath.
+
+    ``master`` (or ``$SPARK_MASTER``) picks a Spark cluster; the default is ``local[2]``.
+    ``conf`` overrides any Spark setting (underscores may stand for dots only in keys
+    without dots: pass real Spark keys as ``**{"spark.x.y": v}``). Calling it again for the
+    same cluster returns the running session; for another cluster the old one is stopped.
+    The session stops when the cluster stops, and when Python exits.
+    """
+    global _CURRENT
+    with _LOCK:
+        if _CURRENT is not None:
+            owner = _CURRENT.cluster_ref() if _CURRENT.cluster_ref is not None else None
+            if owner is cluster and _alive(_CURRENT.spark):
+                return _CURRENT.spark
+            stop_session()
+        bar = _Progress(progress, "Spark", total=3)
+        try:
+            check_java()
+            bar.step("Kafka connector")
+            jars = _connector_with_bar(bar)
+            bar.step("starting the JVM")
+            base, temp = _session_dir(cluster)
+            settings = session_conf(cluster, jars, base, master=master, checkpoint_root=checkpoint_root, **conf)
+            t0 = time.monotonic()
+            spark = _build(app_name, settings)
+            spark.sparkContext.setLogLevel(log_level)
+            bar.step(f"ready in {time.monotonic() - t0:.1f} s")
+        finally:
+            bar.close()
+        _CURRENT = _Owned(spark, weakref.ref(cluster), base, temp)
+        _chain_stop(cluster)
+        return spark
+
+
+def _connector_with_bar(bar: "_Progress") -> list[Path]:
+    found = cached_connector()
+    if found:
+        return found
+    bar.describe("fetching the Kafka connector from Maven Central (once)")
+    return ensure_connector(progress=False)
+
+
+def session_conf(cluster: "Cluster", jars: list[Path], base: Path, master: Optional[str] = None,
+                 checkpoint_root: Optional[str] = None, **conf: Any) -> dict[str, str]:
+    """Every Spark setting :func:`session` uses (useful to read, or to build a session yourself)."""
+    settings = dict(LOCAL_DEFAULTS)
+    settings.update({
+        "spark.master": master or os.environ.get("SPARK_MASTER") or DEFAULT_MASTER,
+        "spark.jars": ",".join(str(j) for j in jars),
+        "spark.sql.streaming.checkpointLocation": checkpoint_root or str(base / "checkpoints"),
+        "spark.local.dir": str(base / "local"),
+        "spark.sql.warehouse.dir": str(base / "warehouse"),
+        "spark.driver.extraJavaOptions": (f"{LOCAL_DEFAULTS['spark.driver.extraJavaOptions']} "
+                                          f"-Dlog4j2.configurationFile={_log4j_config()} "
+                                          f"-Dlabkit.cluster={getattr(cluster, 'data_dir', None) or base}"),
+    })
+    settings.update({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in conf.items()})
+    return settings
+
+
+_TEMP_DIRS: "weakref.WeakKeyDictionary[Cluster, Path]" = weakref.WeakKeyDictionary()
+
+
+def _session_dir(cluster: "Cluster") -> tuple[Path, bool]:
+    data_dir = getattr(cluster, "data_dir", None)
+    if data_dir is not None:
+        base, temp = Path(data_dir) / "spark", False
+    else:
+        if cluster not in _TEMP_DIRS:
+            _TEMP_DIRS[cluster] = Path(tempfile.mkdtemp(prefix="labkit-spark-"))
+        base, temp = _TEMP_DIRS[cluster], True
+    for sub in ("checkpoints", "local", "warehouse", "output"):
+        (base / sub).mkdir(parents=True, exist_ok=True)
+    return base, temp
+
+
+def _build(app_name: str, settings: dict[str, str]) -> "SparkSession":
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    try:
+        return builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - PySparkRuntimeError, Py4JError, ...: turn into a one-liner
+        text = str(exc)
+        if "JAVA_GATEWAY_EXITED" in text or "Java gateway process exited" in text:
+            raise JavaError("The Spark JVM exited before it started (Java unsuitable or out of memory).",
+                            f"Use a JDK {' or '.join(map(str, SUPPORTED_JAVA))} (JAVA_HOME), then restart the "
+                            "kernel.") from exc
+        raise LabkitError(f"Spark did not start: {text.strip().splitlines()[0][:300]}",
+                          "Restart the kernel and run the Setup cell again.") from exc
+
+
+def _alive(spark: "SparkSession") -> bool:
+    try:
+        sc = spark.sparkContext
+        return sc._jsc is not None and not sc._jsc.sc().isStopped()
+    except Exception:  # noqa: BLE001 - a dead gateway means not alive
+        return False
+
+
+def stop_session() -> None:
+    """Stop every streaming query and the session labkit started (safe to call twice)."""
+    global _CURRENT
+    with _LOCK:
+        owned, _CURRENT = _CURRENT, None
+        if owned is None:
+            return
+        try:
+            if _alive(owned.spark):
+                for query in owned.spark.streams.active:
+                    try:
+                        query.stop()
+                    except Exception:  # noqa: BLE001 - stopping anyway
+                        pass
+                owned.spark.stop()
+        except Exception as exc:  # noqa: BLE001 - the JVM may already be gone
+            log.debug("stopping Spark: %s", exc)
+        if owned.temp_workdir:
+            shutil.rmtree(owned.workdir, ignore_errors=True)
+            cluster = owned.cluster_ref() if owned.cluster_ref is not None else None
+            if cluster is not None:
+                _TEMP_DIRS.pop(cluster, None)
+
+
+def _chain_stop(cluster: "Cluster") -> None:
+    """Make ``cluster.stop()`` stop the Spark session first (queries would fail once the brokers go)."""
+    if getattr(cluster, "_labkit_spark_chained", False):
+        return
+    original: Callable[[], None] = cluster.stop
+    ref = weakref.ref(cluster)
+
+    def stop() -> None:
+        if _CURRENT is not None and _CURRENT.cluster_ref is not None and _CURRENT.cluster_ref() is ref():
+            stop_session()
+        original()
+
+    cluster.stop = stop  # type: ignore[method-assign]
+    cluster._labkit_spark_chained = True  # type: ignore[attr-defined]
+
+
+atexit.register(stop_session)
+
+
+def _log4j_config() -> Path:
+    """A log4j2 config that keeps Spark quiet on the console (errors only)."""
+    path = cache_dir() / "spark-log4j2.properties"
+    text = ("# Written by labkit: Spark's driver logs errors only (the notebook shows what matters).\n"
+            "rootLogger.level = error\nrootLogger.appenderRef.stderr.ref = console\n"
+            "appender.console.type = Console\nappender.console.name = console\nappender.console.target = SYSTEM_ERR\n"
+            "appender.console.layout.type = PatternLayout\n"
+            "appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex\n"
+            # pyspark-shell counts as a REPL: Spark sets the console to this logger's level (default WARN).
+            "logger.repl.name = org.apache.spark.repl.Main\nlogger.repl.level = error\n")
+    if not path.exists() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    return path
+
+
+class _Progress:
+    """One tqdm line (terminal or notebook) while something slow happens; silent when disabled."""
+
+    def __init__(self, enabled: bool, desc: str, total: Optional[int]) -> None:
+        self._bar = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(desc=desc, total=total, leave=False, bar_format="{desc}{postfix}"
+                             if total is None else "{desc}: {n_fmt}/{total_fmt}{postfix}")
+        self._desc = desc
+
+    def step(self, what: str) -> None:
+        if self._bar is not None:
+            self._bar.update(1)
+            self._bar.set_postfix_str(what)
+
+    def describe(self, what: str) -> None:
+        if self._bar is not None:
+            self._bar.set_postfix_str(what)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+# ---------------------------------------------------------------- streaming queries
+
+
+def wait_for_progress(query: "StreamingQuery", condition: Callable[[list[dict]], bool], timeout: float = 60.0,
+                      what: str = "the streaming query to make progress") -> list[dict]:
+    """Poll ``query.recentProgress`` until ``condition(progress)`` holds; re-raises the query's own error."""
+    from .waiting import Wait
+
+    def check() -> None:
+        error = query.exception()
+        if error is not None:
+            raise LabkitError(f"The streaming query failed: {str(error).splitlines()[0][:300]}",
+                              "Read the error above, fix the query and start it again.")
+
+    return Wait(what, timeout=timeout, interval=0.25, check=check,
+                evidence=lambda: json.dumps(query.lastProgress or {}, indent=1)[:2000]).until(
+        lambda: (lambda p: p if condition(p) else None)(list(query.recentProgress)))
+
+
+def wait_until_idle(query: "StreamingQuery", timeout: float = 60.0) -> list[dict]:
+    """Process everything available, then wait until the query stops running batches (incl. no-data batches)."""
+    query.processAllAvailable()
+    last_id: list[Optional[int]] = [None]
+    stable_since = [time.monotonic()]
+
+    def idle(progress: list[dict]) -> bool:
+        status = query.status
+        newest = progress[-1]["batchId"] if progress else None
+        if newest != last_id[0] or status.get("isTriggerActive") or status.get("isDataAvailable"):
+            last_id[0], stable_since[0] = newest, time.monotonic()
+            return False
+        return time.monotonic() - stable_since[0] >= 1.5
+
+    return wait_for_progress(query, idle, timeout=timeout, what="the streaming query to become idle")
+
+
+def progress_table(progress: list[dict]) -> "Any":
+    """One row per micro-batch: batch id, rows in, rates, duration, watermark and Kafka offsets read."""
+    import pandas as pd
+
+    rows = []
+    for p in progress:
+        source = p["sources"][0] if p.get("sources") else {}
+        rows.append({
+            "batch": p["batchId"],
+            "input rows": p.get("numInputRows", 0),
+            "input rows/s": round(p.get("inputRowsPerSecond") or 0.0, 1),
+            "processed rows/s": round(p.get("processedRowsPerSecond") or 0.0, 1),
+            "duration ms": p.get("durationMs", {}).get("triggerExecution", 0),
+            "watermark": p.get("eventTime", {}).get("watermark"),
+            "start offsets": _offsets(source.get("startOffset")),
+            "end offsets": _offsets(source.get("endOffset")),
+            "output rows": p.get("sink", {}).get("numOutputRows"),
+        })
+    return pd.DataFrame(rows).set_index("batch") if rows else pd.DataFrame(rows)
+
+
+def _offsets(value: Any) -> Any:
+    """``{"topic": {"0": 10, "1": 7}}`` (or its JSON text) -> ``{0: 10, 1: 7}``."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    if isinstance(value, dict) and len(value) == 1:
+        (parts,) = value.values()
+        if isinstance(parts, dict):
+            return {int(k): v for k, v in sorted(parts.items(), key=lambda kv: int(kv[0]))}
+    return value
+
+
+def progress_figure(progress: list[dict], title: str = "Streaming query progress") -> "go.Figure":
+    """Input rate, processing rate (rows/s) and batch duration (ms) per micro-batch, as a plotly figure."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    batches = [p["batchId"] for p in progress]
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(go.Scatter(x=batches, y=[p.get("inputRowsPerSecond") or 0 for p in progress],
+                             name="input rows/s", mode="lines+markers"))
+    fig.add_trace(go.Scatter(x=batches, y=[p.get("processedRowsPerSecond") or 0 for p in progress],
+                             name="processed rows/s", mode="lines+markers"))
+    fig.add_trace(go.Bar(x=batches, y=[p.get("durationMs", {}).get("triggerExecution", 0) for p in progress],
+                         name="batch duration ms", opacity=0.35), secondary_y=True)
+    fig.update_layout(title=title, height=360, margin=dict(l=40, r=40, t=50, b=40), legend=dict(orientation="h"),
+                      xaxis_title="micro-batch")
+    fig.update_yaxes(title_text="rows/s", secondary_y=False)
+    fig.update_yaxes(title_text="ms", secondary_y=True)
+    return fig
+
+
+def watch_progress(query: "StreamingQuery", seconds: float, every: float = 1.0,
+                   until: Optional[Callable[[], bool]] = None) -> "go.Figure":
+    """Show :func:`progress_figure` and redraw it every ``every`` s for ``seconds`` (or until ``until()``)."""
+    from IPython.display import display
+
+    handle = display(progress_figure(list(query.recentProgress)), display_id=True)
+    deadline = time.monotonic() + seconds
+    fig = progress_figure(list(query.recentProgress))
+    while time.monotonic() < deadline and query.isActive and not (until is not None and until()):
+        time.sleep(every)
+        fig = progress_figure(list(query.recentProgress))
+        if handle is not None:
+            handle.update(fig)
+    return fig
+
+
+# ---------------------------------------------------------------- set-up step
+
+
+@step("Spark Kafka connector")
+def _prefetch_connector() -> str:
+    jars = ensure_connector(progress=True)
+    return f"{connector_coordinates()}: {len(jars)} jars ({connector_dir()})"
