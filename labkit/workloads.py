@@ -8,8 +8,10 @@
 
 Each member is ``python -m labkit.workloads`` with its settings on the command
 line. It appends every record it processes to its own log file (flushed per
-record, so a SIGKILL loses nothing already processed) and keeps its current
-assignment in a small JSON status file. Members die with the notebook's kernel
+record, so a SIGKILL loses nothing already processed), keeps its current
+assignment in a small JSON status file, and appends every rebalance callback
+(partitions assigned, revoked or lost, with the wall-clock time) to an event
+log, so a lesson can tell afterwards who stopped consuming and for how long. Members die with the notebook's kernel
 (parent-death signal), and :meth:`Group.stop` ends them all.
 """
 
@@ -66,11 +68,31 @@ class Outcome:
                 "duplicated": self.duplicated, "behaved as": self.semantics}
 
 
+#: Rebalance events a member records: its process started, partitions assigned / revoked / lost in a
+#: rebalance callback, its process killed (written by :meth:`Group.crash_member`), its consumer closed.
+EVENT_KINDS = ("start", "assign", "revoke", "lost", "killed", "closed")
+
+#: Client settings the broker-side protocol (``group.protocol=consumer``, KIP-848) rejects: the broker owns them.
+CLASSIC_ONLY = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy")
+
+
+@dataclass(frozen=True)
+class MemberEvent:
+    """One rebalance event of one member: ``kind`` (see :data:`EVENT_KINDS`) at wall-clock time ``t``."""
+
+    t: float
+    member: str
+    kind: str
+    partitions: tuple[tuple[str, int], ...] = ()
+
+
 class Member:
     """One consumer process of a :class:`Group`."""
 
-    def __init__(self, name: str, proc: subprocess.Popen, log: Path, status: Path) -> None:
+    def __init__(self, name: str, proc: subprocess.Popen, log: Path, status: Path,
+                 events_file: Optional[Path] = None) -> None:
         self.name, self.proc, self.log, self.status_file = name, proc, log, status
+        self.events_file = events_file or log.with_suffix(".events.jsonl")
 
     @property
     def alive(self) -> bool:
@@ -86,6 +108,33 @@ class Member:
             return [tuple(x) for x in json.loads(self.status_file.read_text())["assignment"]]  # type: ignore[misc]
         except (OSError, ValueError, KeyError):
             return []
+
+    def events(self) -> list[MemberEvent]:
+        """Every rebalance event this member recorded (over all its runs), oldest first."""
+        return read_events(self.events_file, self.name)
+
+
+def read_events(path: Path, member: str) -> list[MemberEvent]:
+    """The events of one member's event log; a half-written last line (SIGKILL) is skipped."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            raw = json.loads(line)
+            out.append(MemberEvent(float(raw["t"]), member, str(raw["kind"]),
+                                   tuple(sorted((str(t), int(p)) for t, p in raw.get("partitions", [])))))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def record_event(path: Path, kind: str, partitions: Iterable[tuple[str, int]] = ()) -> None:
+    """Append one event (see :data:`EVENT_KINDS`) to an event log, stamped with the wall-clock time."""
+    if kind not in EVENT_KINDS:
+        raise LabkitError(f"Unknown member event {kind!r}.", f"Use one of: {', '.join(EVENT_KINDS)}.")
+    with path.open("a") as fh:
+        fh.write(json.dumps({"t": time.time(), "kind": kind, "partitions": sorted(partitions)}) + "\n")
 
 
 class Group:
@@ -104,18 +153,25 @@ class Group:
         if name in self.members and self.members[name].alive:
             raise LabkitError(f"Member {name!r} is already running.", "Stop it first, or use another name.")
         log, status = self.workdir / f"{name}.log", self.workdir / f"{name}.status.json"
+        events = self.workdir / f"{name}.events.jsonl"
         conf = {k.replace("_", ".") if "." not in k else k: v for k, v in config.items()}
+        if conf.get("group.protocol") == "consumer":
+            rejected = sorted(k for k in conf if k in CLASSIC_ONLY)
+            if rejected:
+                raise LabkitError(f"With group.protocol=consumer the broker owns {', '.join(rejected)}.",
+                                  "Leave them out (group.remote.assignor picks the broker's assignor).")
+        status.unlink(missing_ok=True)  # a restarted member reports its new assignment, not the old one
         cmd = [sys.executable, "-m", "labkit.workloads", "--bootstrap", self.cluster.bootstrap_servers,
                "--topic", self.topic, "--group", self.group_id, "--name", name, "--log", str(log),
-               "--status", str(status), "--commit", commit, "--batch", str(batch), "--every-n", str(every_n),
-               "--process-ms", str(process_ms), "--config", json.dumps(conf)]
+               "--status", str(status), "--events", str(events), "--commit", commit, "--batch", str(batch),
+               "--every-n", str(every_n), "--process-ms", str(process_ms), "--config", json.dumps(conf)]
         if crash_after is not None:
             cmd += ["--crash-after", str(crash_after)]
         if sys.platform.startswith("linux") and shutil.which("setpriv"):
             cmd = ["setpriv", "--pdeathsig", "KILL", "--"] + cmd  # members must not outlive the kernel
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=(self.workdir / f"{name}.err").open("ab"),
                                 stdin=subprocess.DEVNULL)
-        member = Member(name, proc, log, status)
+        member = Member(name, proc, log, status, events)
         self.members[name] = member
         return member
 
@@ -136,6 +192,12 @@ class Group:
         if m.alive:
             m.proc.kill()
             m.proc.wait()
+            record_event(m.events_file, "killed")
+
+    def events(self, since: Optional[float] = None) -> list[MemberEvent]:
+        """Every member's rebalance events (dead members included), in time order; ``since``: wall-clock time."""
+        out = [e for m in self.members.values() for e in m.events() if since is None or e.t >= since]
+        return sorted(out, key=lambda e: (e.t, e.member))
 
     def processed(self) -> Counter:
         """How many times each record value was processed, over all members (dead ones included)."""
@@ -175,24 +237,48 @@ class Group:
 
 
 def _member(args: argparse.Namespace) -> int:  # pragma: no cover - runs in the child process
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    def commit(**kwargs: Any) -> None:
+        # A commit sent while the group rebalances is refused (ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS,
+        # STALE_MEMBER_EPOCH, ...). The records stay uncommitted and are delivered again: at least once.
+        try:
+            consumer.commit(**kwargs)
+        except KafkaException as exc:
+            sys.stderr.write(f"{time.time():.3f} commit refused: {exc.args[0].str()}\n")
+            sys.stderr.flush()
 
     stop = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+    extra = json.loads(args.config)
     conf = {"bootstrap.servers": args.bootstrap, "group.id": args.group, "auto.offset.reset": "earliest",
             "client.id": args.name, "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
             "enable.auto.commit": args.commit == "auto", "auto.commit.interval.ms": 1000,
             "enable.auto.offset.store": True}
-    conf.update(json.loads(args.config))
+    if extra.get("group.protocol") == "consumer":
+        for key in CLASSIC_ONLY:
+            conf.pop(key, None)
+    conf.update(extra)
+    events = Path(args.events) if args.events else Path(args.log).with_suffix(".events.jsonl")
+    record_event(events, "start")
     consumer = Consumer(conf)
     status = Path(args.status)
+    held: set[tuple[str, int]] = set()
 
-    def write_status(_c: Any, parts: list) -> None:
-        # ``parts`` is the new assignment (eager protocol): assignment() is only updated after this callback.
-        status.write_text(json.dumps({"assignment": sorted((p.topic, p.partition) for p in parts)}))
+    def changed(kind: str, parts: list) -> None:
+        # Eager protocols revoke everything, then assign the whole new assignment; cooperative ones (and
+        # group.protocol=consumer) pass only the partitions that move. assignment() is only updated after
+        # the callback returns, so the member keeps its own account.
+        tps = {(p.topic, p.partition) for p in parts}
+        if kind == "assign":
+            held.update(tps)
+        else:
+            held.difference_update(tps)
+        record_event(events, kind, tps)
+        status.write_text(json.dumps({"assignment": sorted(held)}))
 
-    consumer.subscribe([args.topic], on_assign=write_status, on_revoke=lambda c, p: status.write_text(
-        json.dumps({"assignment": []})))
+    consumer.subscribe([args.topic], on_assign=lambda c, p: changed("assign", p),
+                       on_revoke=lambda c, p: changed("revoke", p), on_lost=lambda c, p: changed("lost", p))
     log = open(args.log, "a", buffering=1)
     done = 0
     since_commit: dict[tuple[str, int], int] = {}
@@ -202,7 +288,7 @@ def _member(args: argparse.Namespace) -> int:  # pragma: no cover - runs in the 
             if not batch:
                 continue
             if args.commit == "before":
-                consumer.commit(asynchronous=False)
+                commit(asynchronous=False)
             for msg in batch:
                 time.sleep(args.process_ms / 1000)
                 log.write(f"{msg.partition()} {msg.offset()} {msg.value().decode()}\n")
@@ -212,15 +298,16 @@ def _member(args: argparse.Namespace) -> int:  # pragma: no cover - runs in the 
                 if args.crash_after is not None and done >= args.crash_after:
                     os.kill(os.getpid(), signal.SIGKILL)
                 if args.commit == "every_n" and done % args.every_n == 0:
-                    consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in since_commit.items()],
-                                    asynchronous=False)
+                    commit(offsets=[TopicPartition(t, p, o) for (t, p), o in since_commit.items()],
+                           asynchronous=False)
             if args.commit == "sync":
-                consumer.commit(asynchronous=False)
+                commit(asynchronous=False)
             elif args.commit == "async":
-                consumer.commit(asynchronous=True)
+                commit(asynchronous=True)
     finally:
         consumer.close()
         log.close()
+        record_event(events, "closed")
     return 0
 
 
@@ -234,6 +321,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--process-ms", type=float, default=1.0)
     parser.add_argument("--crash-after", type=int, default=None)
     parser.add_argument("--config", default="{}")
+    parser.add_argument("--events", default=None)
     return _member(parser.parse_args(argv))
 
 

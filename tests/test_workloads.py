@@ -47,3 +47,30 @@ def test_commit_after_processing_duplicates_and_before_loses(cluster, unique):
 def test_unknown_commit_style_is_a_clear_error(cluster):
     with pytest.raises(LabkitError, match="sync"):
         Group(cluster, "any", "g").start_member("x", commit="sometimes")
+
+
+def test_auto_commit_crash_loses_records_sync_after_processing_does_not(cluster, unique):
+    """Auto-commit commits what consume() returned, processed or not: a crash mid-batch after a commit loses
+    the rest of the batch. Committing synchronously after processing never loses anything."""
+    topic = cluster.create_topic(unique("auto"), partitions=3)
+    ids = [f"a{i:04d}" for i in range(600)]
+    producer = cluster.producer()
+    for v in ids:
+        producer.produce(topic, key=v, value=v)
+    producer.flush(10)
+    outcomes = {}
+    for style in ("auto", "sync"):
+        group = Group(cluster, topic, unique(style))
+        try:
+            # A 200-record batch takes 4 s to process; auto.commit.interval.ms is 1 s, so by record 100
+            # (2 s in) the whole batch's offsets have been committed.
+            group.start_member("first", commit=style, crash_after=100, batch=200, process_ms=20)
+            group.wait_dead("first", timeout=60)
+            group.start_member("takeover", commit=style, batch=50, process_ms=0.5)
+            time.sleep(6)
+            group.wait_processed(len(ids), timeout=20)
+        finally:
+            group.stop()
+        outcomes[style] = group.outcome(ids)
+    assert outcomes["auto"].lost > 0, outcomes["auto"]
+    assert outcomes["sync"].lost == 0 and outcomes["sync"].duplicated > 0, outcomes["sync"]
