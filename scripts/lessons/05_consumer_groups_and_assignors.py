@@ -7,18 +7,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from nbbuild import Notebook  # noqa: E402
 
 nb = Notebook("05 · Consumer groups and assignors",
-              summary="A group splitting a topic, idle members, two groups, rebalances on a timeline, and "
-                      "range vs round robin predicted and compared with what the broker handed out.",
-              minutes=30)
+              summary="A group splitting a topic, idle members, two groups, rebalances on a timeline, range vs "
+                      "round robin predicted and compared, eager vs cooperative rebalancing, static membership "
+                      "and the broker-side group protocol.",
+              minutes=40)
 
 nb.md("""
 # 05 · Consumer groups and assignors
 
 Consumers that share a `group.id` share the work: each partition goes to exactly one member of
 the group. This lesson runs group members as separate processes, watches the group rebalance as
-members come and go, and checks the assignors' rules against what the group really handed out.
+members come and go, checks the assignors' rules against what the group really handed out, and
+measures who stops consuming during a rebalance under each protocol.
 
-*About 30 minutes. Every cell is safe to re-run.*
+*About 40 minutes. Every cell is safe to re-run.*
 """)
 nb.md("""
 ## Setup
@@ -28,10 +30,9 @@ import time
 import uuid
 
 import pandas as pd
-import plotly.express as px
 
 import labkit
-from labkit import assignors
+from labkit import assignors, groupviz
 from labkit.workloads import Group
 
 labkit.setup_check()
@@ -77,6 +78,16 @@ for name in ("alpha", "beta", "gamma"):
 split = settled(workers, 3)
 {name: sorted(p for _, p in parts) for name, parts in split.items()}
 """)
+nb.md("""
+That is each member's own view (its rebalance callback). The group coordinator, a broker, has the
+same picture, and also stores each partition's **committed offset**: how far the group got. Read
+back from the broker:
+""")
+nb.code("""
+view = groupviz.read_group(cluster, workers.group_id)
+groupviz.assignment_heatmap(view, partitions=[(events, p) for p in range(6)]).show()
+groupviz.lag_bars(view)
+""")
 nb.code("""
 owned = [p for parts in split.values() for p in parts]
 print("6 partitions, each owned by exactly one member:", sorted(p for _, p in owned) == list(range(6)))
@@ -85,32 +96,20 @@ print("6 partitions, each owned by exactly one member:", sorted(p for _, p in ow
 nb.md("""
 ## A rebalance, on a timeline
 
-Now add a fourth member, then stop one gracefully, while recording every half second who owns
-which partition. Each change of membership makes the group **rebalance**: the coordinator (a
-broker) collects the members, the leader member runs the assignor, and everyone gets a new
-assignment.
+Now add a fourth member, then stop one gracefully. Each change of membership makes the group
+**rebalance**: the coordinator (a broker) collects the members, the leader member runs the
+assignor, and everyone gets a new assignment. Every member writes down, with the time, each
+partition its rebalance callbacks hand it (`on_assign`) or take away (`on_revoke`); drawn as bars:
 """)
 nb.code("""
-timeline, t0 = [], time.monotonic()
-
-def record(seconds):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        now = time.monotonic() - t0
-        for member, parts in workers.assignment().items():
-            for _, p in parts:
-                timeline.append({"t": round(now, 1), "partition": f"p{p}", "member": member})
-        time.sleep(0.5)
-
-record(3)
+joins = time.time()
 workers.start_member("delta", process_ms=5)
-record(12)
+settled(workers, 4)
+leaves = time.time()
 workers.stop_member("alpha")
-record(12)
-frame = pd.DataFrame(timeline)
-px.scatter(frame, x="t", y="partition", color="member", height=360, symbol_sequence=["square"],
-           title="Who owns which partition, every 0.5 s (a member joins at 3 s, alpha leaves at ~15 s)",
-           labels={"t": "seconds"}).update_traces(marker_size=9)
+settled(workers, 3)
+groupviz.rebalance_timeline(workers.events(), t0=joins, marks={"delta joins": joins, "alpha leaves": leaves},
+                            title="Who owned which partition, when (seconds after delta joined)")
 """)
 nb.code("""
 final = workers.assignment()
@@ -209,20 +208,187 @@ nb.md("""
 *every* topic whose count doesn't divide evenly (here `orders-0,1` and `refunds-0` to member 1);
 with many such topics the first member collects more and more. **Round robin** deals all
 partitions of all topics in turn, so counts never differ by more than one.
-The **sticky** assignors keep that balance *and* leave partitions where they were on a rebalance;
-**cooperative-sticky** even lets members keep consuming the partitions they keep, instead of
-everyone stopping (eager rebalancing).
+The **sticky** assignors keep that balance *and* leave partitions where they were on a rebalance.
+
+## Eager vs cooperative rebalancing: who stops?
+
+`range` and `roundrobin` are **eager**: at every rebalance each member first gives up (*revokes*)
+**all** its partitions, then waits until every member has rejoined, then gets its new assignment.
+`cooperative-sticky` is **incremental**: a member revokes only the partitions that move, and keeps
+consuming the others during the rebalance.
+
+Two groups of three members read the same topic, one with `range`, one with `cooperative-sticky`,
+slowly (100 ms a record) so they are still busy when a fourth member joins each group:
+""")
+nb.code("""
+def busy_group(strategy):
+    group = Group(cluster, events, f"{strategy}-{run}")
+    for name in ("a", "b", "c"):
+        group.start_member(name, batch=10, process_ms=100, partition_assignment_strategy=strategy)
+    return group
+
+eager, cooperative = busy_group("range"), busy_group("cooperative-sticky")
+settled(eager, 3), settled(cooperative, 3)
+joined = time.time()
+eager.start_member("d", batch=10, process_ms=100, partition_assignment_strategy="range")
+cooperative.start_member("d", batch=10, process_ms=100, partition_assignment_strategy="cooperative-sticky")
+settled(eager, 4), settled(cooperative, 4)
+until = time.time()
+eager.stop(), cooperative.stop()
+runs = {"eager (range)": eager.events(), "cooperative-sticky": cooperative.events()}
+pd.concat({name: groupviz.rebalance_table(evs, joined, until) for name, evs in runs.items()}, names=["protocol"])
+""")
+nb.md("""
+Per member: partitions before and after `d` joined, how many its `on_revoke` callback took away,
+and for how many seconds it owned **nothing** (the time from its revoke to its next assignment).
+The timeline shows the same (the dashed line is `d` joining):
+""")
+nb.code("""
+groupviz.rebalance_timeline(runs, t0=joined, marks={"d joins": joined},
+                            title="A fourth member joins: eager vs cooperative (seconds after the join)")
+""")
+nb.code("""
+revoked = {name: groupviz.revocations(evs, since=joined) for name, evs in runs.items()}
+before = groupviz.owned_at(runs["cooperative-sticky"], joined)
+after = groupviz.owned_at(runs["cooperative-sticky"], until - 0.01)
+kept_all = [m for m in before if set(before[m]) <= set(after.get(m, []))]
+print("eager: partitions revoked from a, b and c:", sum(revoked["eager (range)"][m] for m in "abc"), "of 6")
+print("cooperative: fewer partitions revoked than eager:",
+      sum(revoked["cooperative-sticky"].values()) < sum(revoked["eager (range)"].values()))
+print("cooperative: members that kept their partitions revoked none:",
+      bool(kept_all) and all(revoked["cooperative-sticky"][m] == 0 for m in kept_all))
+""", check=True)
+nb.code("""
+for name, evs in runs.items():
+    gaps = groupviz.unowned_seconds(evs, joined, until)
+    print(f"{name}: partitions left without an owner: {sum(1 for s in gaps.values() if s > 0)}, "
+          f"longest gap {max(gaps.values()):.1f} s")
+""")
+nb.md("""
+Eager: every member gave up every partition, even the ones it got straight back, so every
+partition paused and was fetched again from its committed offset. Cooperative: the members
+that kept their partitions never stopped; only the partition that moved paused, and because it
+moves in two rounds (revoked, then assigned to `d`) *its* gap is the longer one. In this small,
+quick group the eager stop is short; it always lasts until **every** member has rejoined, and the
+rebalance callbacks run inside `poll()`/`consume()`, so in a large group one member busy with a
+long batch stops everyone (for up to `max.poll.interval.ms`; not shown here).
+
+## Static membership: restarting without a rebalance
+
+A rolling restart of an application would normally cost two rebalances per instance (leave, then
+join). With `group.instance.id` set, a member is **static**: if it comes back with the same id
+within `session.timeout.ms`, the coordinator hands it its old partitions and nobody else notices.
+Three static members, 6-second session timeout; kill `s3` (`SIGKILL`) and restart it at once:
+""")
+nb.code("""
+static = Group(cluster, events, f"static-{run}")
+
+def start_static(name):
+    static.start_member(name, process_ms=20, group_instance_id=f"{name}-{run}", session_timeout_ms=6000)
+
+for name in ("s1", "s2", "s3"):
+    start_static(name)
+first = settled(static, 3)
+quick = time.time()
+static.crash_member("s3")
+start_static("s3")                       # back within the session timeout
+after_quick = settled(static, 3)
+""")
+nb.md("""
+Now the slow case: kill `s3` and leave it down. After `session.timeout.ms` without a heartbeat the
+coordinator removes it and the others rebalance to take its partitions; when `s3` comes back it is
+a new join, and a second rebalance:
+""")
+nb.code("""
+slow = time.time()
+static.crash_member("s3")
+deadline = time.monotonic() + 30
+while sum(len(static.members[m].assignment()) for m in ("s1", "s2")) < 6 and time.monotonic() < deadline:
+    time.sleep(0.1)
+noticed = time.time() - slow
+start_static("s3")
+after_slow = settled(static, 3)
+done = time.time()
+static.stop()
+print(f"the group took s3's partitions away {noticed:.1f} s after it died (session.timeout.ms = 6 s)")
+groupviz.rebalance_timeline(static.events(), t0=quick, marks={"quick restart": quick, "s3 killed": slow},
+                            title="Static members: a quick restart, then a slow one (seconds)")
+""")
+nb.code("""
+quick_revokes = groupviz.revocations([e for e in static.events() if quick <= e.t < slow])
+slow_revokes = groupviz.revocations([e for e in static.events() if e.t >= slow])
+print("quick restart: partitions revoked from s1 and s2:", quick_revokes.get("s1", 0) + quick_revokes.get("s2", 0))
+print("quick restart: s3 got its own partitions back:", after_quick["s3"] == first["s3"])
+print("slow restart: s1 and s2 had partitions revoked:", slow_revokes["s1"] > 0 and slow_revokes["s2"] > 0)
+""", check=True)
+nb.md("""
+Static membership trades fast failure detection for calm restarts: a member that really died
+keeps its partitions unread for the whole session timeout. Choose `session.timeout.ms` longer
+than a restart takes, and no longer.
+
+## The broker-side group protocol (KIP-848)
+
+Everything so far used the **classic** protocol: the broker only keeps the membership, and one
+member (the group leader) runs the assignor in the client. Kafka 4 brokers also speak a new
+protocol, `group.protocol=consumer`: the **broker** computes the assignment (assignors `uniform`
+or `range`, picked with `group.remote.assignor`), members learn about changes in their regular
+heartbeats, and every change is incremental, with no global stop. The client no longer owns the
+timing settings or the assignor; librdkafka refuses them:
+""")
+nb.code("""
+from confluent_kafka import KafkaException
+
+refused = "accepted (not refused)"
+try:
+    cluster.consumer(f"kip848-{run}", group_protocol="consumer", session_timeout_ms=6000)
+except KafkaException as exc:
+    refused = exc.args[0].str()
+print(refused)
+""")
+nb.md("""
+(The broker's `group.consumer.session.timeout.ms` and `group.consumer.heartbeat.interval.ms` take
+their place.) Three members on the new protocol, then a fourth joins, as before:
+""")
+nb.code("""
+modern = Group(cluster, events, f"kip848-{run}")
+for name in ("k1", "k2", "k3"):
+    modern.start_member(name, batch=10, process_ms=100, group_protocol="consumer", group_remote_assignor="uniform")
+settled(modern, 3)
+joined_848 = time.time()
+modern.start_member("k4", batch=10, process_ms=100, group_protocol="consumer", group_remote_assignor="uniform")
+final_848 = settled(modern, 4)
+until_848 = time.time()
+print(cluster.tool("kafka-consumer-groups", "--describe", "--group", modern.group_id, "--state"))
+print(cluster.tool("kafka-consumer-groups", "--describe", "--group", modern.group_id, "--members", "--verbose"))
+modern.stop()
+groupviz.rebalance_timeline(modern.events(), t0=joined_848, marks={"k4 joins": joined_848},
+                            title="group.protocol=consumer: a fourth member joins (seconds after the join)")
+""")
+nb.code("""
+owned = sorted(tp for parts in final_848.values() for tp in parts)
+revoked_848 = groupviz.revocations(modern.events(), since=joined_848)
+print("every partition assigned exactly once:", owned == [(events, p) for p in range(6)])
+print("fewer partitions revoked than with eager rebalancing:", sum(revoked_848.values()) < 6)
+""", check=True)
+nb.md("""
+`kafka-consumer-groups` lists each member with its assignment and the group's
+`ASSIGNMENT-STRATEGY` (`uniform`): no member computed it. Only the partition that moved to `k4`
+paused. Static membership works on the new protocol too (`group.instance.id`).
 
 ## What you saw
 
 | claim | shown by |
 |---|---|
-| a group gives each partition to exactly one member | 6 partitions over 3 member processes |
+| a group gives each partition to exactly one member | 6 partitions over 3 member processes, read back from the broker |
 | membership changes trigger rebalances | the ownership timeline as a member joins and one leaves |
 | extra members are idle; each group gets every record | 3 members on 2 partitions; billing and audit both read 200 |
 | assignors follow documented rules | range and roundrobin predictions equal what real consumers received |
+| eager rebalancing stops everyone; cooperative only what moves | revoke counts and the timelines of two groups |
+| a static member restarted in time causes no rebalance; a slow one does | revokes of the others: none, then some |
+| `group.protocol=consumer`: the broker assigns, incrementally | the group's assignment strategy; one partition moved |
 
-**Exercise:** [The range assignor](exercises/range_assignor.ipynb). **Next:**
+**Exercises:** [The range assignor](exercises/range_assignor.ipynb),
+[An active/passive assignment](exercises/failover_assignment.ipynb). **Next:**
 [06 · Commits and delivery semantics](06_commits_and_delivery_semantics.ipynb).
 """)
 nb.code("""
