@@ -20,7 +20,7 @@ def _load(name: str):
 
 def test_runner_discovers_benchmarks():
     runner = _load("run")
-    assert "cluster_start" in runner.discover()
+    assert {"cluster_start", "live_view", "spark_pipeline"} <= set(runner.discover())
     with pytest.raises(SystemExit):
         runner.main(["no_such_benchmark"])
 
@@ -36,3 +36,24 @@ def test_cluster_start_benchmark_reports_every_measurement(tmp_path: Path):
     assert 0 < run["ready_s"] <= run["first_ack_s"] < 120
     assert 50 < run["rss_mb_max"] < 4096, "the sampler saw the broker JVM"
     assert set(report["profiles"]["single-broker"]["summary"]) >= {"ready_s", "first_ack_s", "rss_mb_max"}
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_spark_pipeline_benchmark_smoke(tmp_path: Path, jvm_pids):
+    out = tmp_path / "spark_pipeline.json"
+    code = _load("spark_pipeline").main(["--quick", "--profile", "single-broker", "--probes", "2",
+                                         "--events", "2000", "--json", str(out)])
+    assert code == 0, "every probe arrived, every event was processed, no JVM was left"
+    report = json.loads(out.read_text())
+    run = report["runs"][0]
+    assert 0 < run["session_start_s"] < 300
+    assert run["leftover_jvms"] == [] and jvm_pids(run["marker"]) == []
+    for trigger in ("default", "1s"):
+        latencies = [p["latency_ms"] for p in run["latency"][trigger]["probes"]]
+        assert len(latencies) == 2 and all(0 < ms < 60_000 for ms in latencies)
+    assert [t["rows"] for t in run["throughput"]] == [2000, 2000]
+    assert run["throughput"][1]["batches"] >= 4, "maxOffsetsPerTrigger split the events into batches"
+    assert all(t["output_rows"] > 0 and t["wall_rows_per_s"] > 0 for t in run["throughput"])
+    summary = report["summary"]
+    assert summary["latency"]["default"]["median_ms"] > 0 and set(summary["throughput"]) == {"unset", "500"}
