@@ -53,10 +53,12 @@ def parse_duration(text: Union[str, int, float, timedelta]) -> int:
         return int(text.total_seconds() * 1000)
     if isinstance(text, (int, float)):
         return int(text * 1000)
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+?)s?\s*", text.lower())
-    if not match or match.group(2) not in _UNITS:
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*", text.lower())
+    unit = match.group(2) if match else ""
+    unit = unit if unit in _UNITS else unit.removesuffix("s")  # "ms" is a unit, "seconds" a plural
+    if not match or unit not in _UNITS:
         raise LabkitError(f"Cannot read the duration {text!r}.", 'Write it like Spark does: "1 minute", "30 seconds".')
-    return int(float(match.group(1)) * _UNITS[match.group(2)] * 1000)
+    return int(float(match.group(1)) * _UNITS[unit] * 1000)
 
 
 def to_ms(moment: datetime) -> int:

@@ -26,12 +26,14 @@ sees (pass ``checkpoint_root=``) and the brokers must be reachable from them.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import logging
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -40,7 +42,7 @@ import urllib.request
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 from xml.sax.saxutils import quoteattr
 
 from .distribution import _file_lock, cache_dir, find_java, ivy_jar
@@ -227,7 +229,7 @@ def _resolve_connector(java: Path, ivy: Path, version: str, repository: str, roo
         target.rename(final)
 
 
-_VERSIONED_JAR = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^-]*(?:-[A-Za-z0-9.]+)?)\.jar$")
+_VERSIONED_JAR = re.compile(r"^(?P<name>.+?)-(?P<version>\d+(?:\.\d+)*(?:[-.][A-Za-z0-9.]+)?)\.jar$")
 
 
 def jar_artifact(filename: str) -> str:
@@ -339,7 +341,7 @@ def session(cluster: "Cluster", app_name: str = "kafka-lab", master: Optional[st
             base, temp = _session_dir(cluster)
             settings = session_conf(cluster, jars, base, master=master, checkpoint_root=checkpoint_root, **conf)
             t0 = time.monotonic()
-            spark = _build(app_name, settings)
+            spark = _build(app_name, settings, log_path=base / DRIVER_LOG)
             spark.sparkContext.setLogLevel(log_level)
             bar.step(f"ready in {time.monotonic() - t0:.1f} s")
         finally:
@@ -391,22 +393,66 @@ def _session_dir(cluster: "Cluster") -> tuple[Path, bool]:
     return base, temp
 
 
-def _build(app_name: str, settings: dict[str, str]) -> "SparkSession":
+DRIVER_LOG = "spark-driver.log"
+
+
+def driver_log(cluster: "Cluster", lines: int = 50) -> str:
+    """The last ``lines`` of what the Spark driver JVM wrote to its stderr (warnings, errors, stack traces)."""
+    path = workdir(cluster) / DRIVER_LOG
+    if not path.exists():
+        return ""
+    return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:])
+
+
+@contextlib.contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """Point file descriptor 2 at ``path`` while a child process is started, so the child keeps writing there.
+
+    PySpark starts the driver JVM with the kernel's own stderr, which a notebook shows in red under
+    the cell (Java's module warning, log-level notices, later every Spark warning). Python's own
+    ``sys.stderr`` in a notebook is not descriptor 2, so the kernel's messages are unaffected.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)
+
+
+def _build(app_name: str, settings: dict[str, str], log_path: Optional[Path] = None) -> "SparkSession":
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
     try:
-        return builder.getOrCreate()
+        if log_path is None:
+            return builder.getOrCreate()
+        with _stderr_to(log_path):
+            return builder.getOrCreate()
     except Exception as exc:  # noqa: BLE001 - PySparkRuntimeError, Py4JError, ...: turn into a one-liner
         text = str(exc)
         if "JAVA_GATEWAY_EXITED" in text or "Java gateway process exited" in text:
-            raise JavaError("The Spark JVM exited before it started (Java unsuitable or out of memory).",
+            said = _last_line(log_path)
+            raise JavaError("The Spark JVM exited before it started (Java unsuitable or out of memory)"
+                            + (f": {said}" if said else "."),
                             f"Use a JDK {' or '.join(map(str, SUPPORTED_JAVA))} (JAVA_HOME), then restart the "
-                            "kernel.") from exc
+                            "kernel" + (f"; the JVM's output is in {log_path}." if log_path else ".")) from exc
         raise LabkitError(f"Spark did not start: {text.strip().splitlines()[0][:300]}",
                           "Restart the kernel and run the Setup cell again.") from exc
+
+
+def _last_line(path: Optional[Path]) -> str:
+    try:
+        lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()] if path else []
+    except OSError:
+        return ""
+    return lines[-1][:200] if lines else ""
 
 
 def _alive(spark: "SparkSession") -> bool:
@@ -519,7 +565,7 @@ def wait_for_progress(query: "StreamingQuery", condition: Callable[[list[dict]],
                               "Read the error above, fix the query and start it again.")
 
     return Wait(what, timeout=timeout, interval=0.25, check=check,
-                evidence=lambda: json.dumps(query.lastProgress or {}, indent=1)[:2000]).until(
+                evidence=lambda: json.dumps(query.lastProgress or {}, indent=1, default=str)[:2000]).until(
         lambda: (lambda p: p if condition(p) else None)(list(query.recentProgress)))
 
 
@@ -532,7 +578,8 @@ def wait_until_idle(query: "StreamingQuery", timeout: float = 60.0) -> list[dict
     def idle(progress: list[dict]) -> bool:
         status = query.status
         newest = progress[-1]["batchId"] if progress else None
-        if newest != last_id[0] or status.get("isTriggerActive") or status.get("isDataAvailable"):
+        # isTriggerActive flickers while an idle query polls its sources, so only the batch id counts
+        if newest != last_id[0] or status.get("isDataAvailable"):
             last_id[0], stable_since[0] = newest, time.monotonic()
             return False
         return time.monotonic() - stable_since[0] >= 1.5
@@ -597,18 +644,54 @@ def progress_figure(progress: list[dict], title: str = "Streaming query progress
 
 def watch_progress(query: "StreamingQuery", seconds: float, every: float = 1.0,
                    until: Optional[Callable[[], bool]] = None) -> "go.Figure":
-    """Show :func:`progress_figure` and redraw it every ``every`` s for ``seconds`` (or until ``until()``)."""
+    """Show :func:`progress_figure` and redraw it in place every ``every`` s for ``seconds`` (or until ``until()``).
+
+    The figure goes out as plotly's own mime bundle with a display id, so each redraw
+    replaces the previous one (displaying the Figure object would add a new figure each time).
+    """
+    import plotly.io as pio
     from IPython.display import display
 
-    handle = display(progress_figure(list(query.recentProgress)), display_id=True)
-    deadline = time.monotonic() + seconds
+    def bundle(fig: "go.Figure") -> dict:
+        return pio.renderers["plotly_mimetype"].to_mimebundle(fig.to_dict())
+
     fig = progress_figure(list(query.recentProgress))
+    handle = display(bundle(fig), raw=True, display_id=True)
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and query.isActive and not (until is not None and until()):
         time.sleep(every)
         fig = progress_figure(list(query.recentProgress))
         if handle is not None:
-            handle.update(fig)
+            handle.update(bundle(fig), raw=True)
+    fig = progress_figure(list(query.recentProgress))
+    if handle is not None:
+        handle.update(bundle(fig), raw=True)
     return fig
+
+
+def committed_batches(checkpoint: str) -> list[int]:
+    """The micro-batch ids a query's checkpoint records as finished (its ``commits/`` log)."""
+    commits = Path(checkpoint) / "commits"
+    return sorted(int(p.name) for p in commits.iterdir() if p.name.isdigit()) if commits.is_dir() else []
+
+
+def forget_last_commit(checkpoint: str) -> int:
+    """Leave a stopped query's checkpoint as a crash would between "sink written" and "batch committed".
+
+    Spark runs a micro-batch in three steps: write the batch's offsets to ``offsets/N``, run
+    it (the sink writes its output), then write ``commits/N``. Deleting ``commits/N`` is what
+    a crash in the last step leaves behind: on restart Spark runs batch ``N`` again. Returns ``N``.
+    Only for a stopped query; raises :class:`LabkitError` when no batch has been committed.
+    """
+    done = committed_batches(checkpoint)
+    if not done:
+        raise LabkitError(f"The checkpoint {checkpoint} has no committed micro-batch.",
+                          "Run the query until it has processed at least one batch, then stop it.")
+    last = done[-1]
+    commits = Path(checkpoint) / "commits"
+    (commits / str(last)).unlink()
+    (commits / f".{last}.crc").unlink(missing_ok=True)
+    return last
 
 
 # ---------------------------------------------------------------- set-up step
