@@ -23,7 +23,7 @@ import urllib.request
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 from xml.sax.saxutils import quoteattr
 
 from .environment import KafkaSpec, kafka_spec
@@ -188,15 +188,21 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def head_pom(repository: str, group: str, artifact: str, version: str, timeout: float = 15.0) -> str:
+    """HEAD the artifact's POM in a Maven repository; returns its URL, raises urllib's HTTPError/URLError."""
+    url = f"{repository.rstrip('/')}/{group.replace('.', '/')}/{artifact}/{version}/{artifact}-{version}.pom"
+    with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout):
+        return url
+
+
 def _check_reachable(spec: KafkaSpec) -> None:
     group, artifact, version = spec.coordinates()[0]
-    url = f"{spec.repository.rstrip('/')}/{group.replace('.', '/')}/{artifact}/{version}/{artifact}-{version}.pom"
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=15):
-            return
+        head_pom(spec.repository, group, artifact, version)
+        return
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
-            raise DistributionError(f"Kafka {version} is not on {spec.repository} ({url} answered 404).",
+            raise DistributionError(f"Kafka {version} is not on {spec.repository} ({exc.url} answered 404).",
                                     "Check the version pinned in environments/kafka.toml.") from exc
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
@@ -256,7 +262,7 @@ def _resolve_into(spec: KafkaSpec, lib_dir: Path, progress: ProgressCallback) ->
             raise DistributionError("Neither Apache Ivy (inside the pyspark package) nor Maven (`mvn`) is available "
                                     "to fetch the Kafka jars.",
                                     "Run `make setup` (it installs pyspark), or install Maven.")
-        _run_resolver(cmd, work, progress)
+        run_resolver(cmd, work, progress)
         jars = list(target.glob("*.jar"))
         if not any(j.name.startswith("kafka_") for j in jars):
             raise DistributionError(f"Resolution finished but no Kafka server jar arrived in {target}.",
@@ -268,19 +274,30 @@ def _resolve_into(spec: KafkaSpec, lib_dir: Path, progress: ProgressCallback) ->
 
 
 def _ivy_command(java: JavaRuntime, ivy: Path, spec: KafkaSpec, work: Path, target: Path) -> list[str]:
-    deps = "\n".join(
-        f"    <dependency org={quoteattr(g)} name={quoteattr(a)} rev={quoteattr(v)} conf=\"default\"/>"
-        for g, a, v in spec.coordinates())
+    return ivy_command(java.executable, ivy, spec.coordinates(), spec.repository, work, target, module="kafka-broker")
+
+
+def ivy_command(java: Path, ivy: Path, coordinates: Iterable[tuple[str, str, str]], repository: str, work: Path,
+                target: Path, module: str, excludes: Iterable[str] = ()) -> list[str]:
+    """Write ``ivy.xml`` and ``ivysettings.xml`` into ``work``; the command that retrieves every jar into ``target``.
+
+    ``excludes`` are module names left out of every dependency's tree (jars the caller already has).
+    Downloads are cached in the lab's user cache (``<cache>/ivy``).
+    """
+    skip = "".join(f"\n      <exclude module={quoteattr(name)}/>" for name in sorted(excludes))
+    close = f">{skip}\n    </dependency>" if skip else "/>"
+    deps = "\n".join(f"    <dependency org={quoteattr(g)} name={quoteattr(a)} rev={quoteattr(v)} conf=\"default\"{close}"
+                     for g, a, v in coordinates)
     (work / "ivy.xml").write_text(
-        '<ivy-module version="2.0">\n  <info organisation="kafka-lab" module="kafka-broker"/>\n'
+        f'<ivy-module version="2.0">\n  <info organisation="kafka-lab" module={quoteattr(module)}/>\n'
         f"  <dependencies>\n{deps}\n  </dependencies>\n</ivy-module>\n")
     ivy_cache = cache_dir() / "ivy"
     (work / "ivysettings.xml").write_text(
         "<ivysettings>\n  <settings defaultResolver=\"central\"/>\n"
         f"  <caches defaultCacheDir={quoteattr(str(ivy_cache))}/>\n"
-        f"  <resolvers><ibiblio name=\"central\" m2compatible=\"true\" root={quoteattr(spec.repository)}/></resolvers>\n"
+        f"  <resolvers><ibiblio name=\"central\" m2compatible=\"true\" root={quoteattr(repository)}/></resolvers>\n"
         "</ivysettings>\n")
-    return [str(java.executable), "-jar", str(ivy), "-settings", str(work / "ivysettings.xml"),
+    return [str(java), "-jar", str(ivy), "-settings", str(work / "ivysettings.xml"),
             "-ivy", str(work / "ivy.xml"), "-confs", "default", "-types", "jar", "bundle",
             "-retrieve", str(target) + "/[artifact]-[revision](-[classifier]).[ext]"]
 
@@ -302,8 +319,10 @@ _DOWNLOAD = re.compile(r"(?:downloading|Downloaded from \S+:) (\S+?\.jar)")
 _SIZE = re.compile(r"\((\d+)kB\)")
 
 
-def _run_resolver(cmd: list[str], work: Path, progress: ProgressCallback) -> None:
-    log.info("resolving Kafka jars: %s", " ".join(cmd))
+def run_resolver(cmd: list[str], work: Path, progress: ProgressCallback, what: str = "the Kafka jars") -> None:
+    """Run an Ivy or Maven resolution, reporting modules found and jars downloaded to ``progress``;
+    a failure raises :class:`DistributionError` with the tail of the resolver's log."""
+    log.info("resolving %s: %s", what, " ".join(cmd))
     logfile = work / "resolve.log"
     modules = jars = size = 0
     with open(logfile, "w") as out:
@@ -330,7 +349,7 @@ def _run_resolver(cmd: list[str], work: Path, progress: ProgressCallback) -> Non
             raise
     if proc.returncode != 0:
         tail = "\n".join(logfile.read_text().splitlines()[-15:])
-        raise DistributionError(f"Fetching the Kafka jars failed (exit {proc.returncode}):\n{tail}\n",
+        raise DistributionError(f"Fetching {what} failed (exit {proc.returncode}):\n{tail}\n",
                                 "Check your network and run `make setup` again.")
 
 

@@ -32,20 +32,17 @@ import logging
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.error
-import urllib.request
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
-from xml.sax.saxutils import quoteattr
 
-from .distribution import _file_lock, cache_dir, find_java, ivy_jar
+from .distribution import _file_lock, cache_dir, find_java, head_pom, ivy_command, ivy_jar, run_resolver
 from .errors import DistributionError, JavaError, LabkitError, OfflineError
 from .setup import step
 
@@ -151,11 +148,9 @@ def check_connector_available(version: str, repository: Optional[str] = None, ti
     """Raise a one-line error if the connector's POM cannot be fetched (offline, or no such version)."""
     repository = (repository or _repository()).rstrip("/")
     coords = connector_coordinates(version)
-    url = (f"{repository}/{CONNECTOR_GROUP.replace('.', '/')}/{CONNECTOR_ARTIFACT}/{version}/"
-           f"{CONNECTOR_ARTIFACT}-{version}.pom")
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout):
-            return
+        head_pom(repository, CONNECTOR_GROUP, CONNECTOR_ARTIFACT, version, timeout=timeout)
+        return
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
             raise DistributionError(
@@ -179,42 +174,12 @@ def _resolve_connector(java: Path, ivy: Path, version: str, repository: str, roo
         target = work / "jars"
         target.mkdir()
         # Skip what pyspark already ships (Hadoop's client alone is 30 MB): only the rest is downloaded.
-        excludes = "".join(f"\n      <exclude module={quoteattr(name)}/>" for name in sorted(_pyspark_jar_names()))
-        (work / "ivy.xml").write_text(
-            '<ivy-module version="2.0">\n  <info organisation="kafka-lab" module="spark-kafka"/>\n  <dependencies>\n'
-            f"    <dependency org={quoteattr(CONNECTOR_GROUP)} name={quoteattr(CONNECTOR_ARTIFACT)} "
-            f"rev={quoteattr(version)} conf=\"default\">{excludes}\n    </dependency>\n"
-            "  </dependencies>\n</ivy-module>\n")
-        (work / "ivysettings.xml").write_text(
-            "<ivysettings>\n  <settings defaultResolver=\"central\"/>\n"
-            f"  <caches defaultCacheDir={quoteattr(str(cache_dir() / 'ivy'))}/>\n"
-            f"  <resolvers><ibiblio name=\"central\" m2compatible=\"true\" root={quoteattr(repository)}/></resolvers>\n"
-            "</ivysettings>\n")
-        cmd = [str(java), "-jar", str(ivy), "-settings", str(work / "ivysettings.xml"), "-ivy", str(work / "ivy.xml"),
-               "-confs", "default", "-types", "jar", "bundle",
-               "-retrieve", str(target) + "/[artifact]-[revision](-[classifier]).[ext]"]
-        log.info("resolving the Spark Kafka connector: %s", " ".join(cmd))
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=work)
-        assert proc.stdout is not None
-        lines: list[str] = []
-        seen: set[str] = set()
-        try:
-            for line in proc.stdout:
-                lines.append(line)
-                found = re.search(r"^\s*found (\S+?)#(\S+?);", line)
-                if found and found.group(2) not in seen:
-                    seen.add(found.group(2))
-                    bar.step(found.group(2))
-            proc.wait()
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            raise
-        if proc.returncode != 0:
-            tail = "".join(lines[-10:]).strip()
-            raise DistributionError(f"Fetching the Spark Kafka connector failed (exit {proc.returncode}):\n{tail}\n",
-                                    "Check your network and run `make setup` again.")
-        kept = keep_missing_jars(sorted(target.glob("*.jar")), _pyspark_jar_names())
+        shipped = _pyspark_jar_names()
+        cmd = ivy_command(java, ivy, [(CONNECTOR_GROUP, CONNECTOR_ARTIFACT, version)], repository, work, target,
+                          module="spark-kafka", excludes=shipped)
+        run_resolver(cmd, work, lambda phase, n, total, size, name: bar.step(name) if phase == "resolving" else None,
+                     what="the Spark Kafka connector")
+        kept = keep_missing_jars(sorted(target.glob("*.jar")), shipped)
         if not any(j.name.startswith(CONNECTOR_ARTIFACT) for j in kept):
             raise DistributionError(f"Resolution finished but no {CONNECTOR_ARTIFACT} jar arrived in {target}.",
                                     f"Delete {root} and run `make setup` again.")

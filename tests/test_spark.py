@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-import labkit
 import labkit.spark as ls
 from labkit import generators as g
 from labkit.errors import DistributionError, LabkitError, OfflineError
