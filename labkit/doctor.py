@@ -73,15 +73,22 @@ def _disk() -> Check:
                  "" if ok else "Free some space, or set LABKIT_DATA_DIR to a roomier place.")
 
 
-def _pyspark() -> Check:
+def _pyspark(fetch: bool = False) -> Check:
+    """PySpark and its Kafka connector; ``fetch`` resolves a missing connector (once, from Maven Central)."""
     from .distribution import ivy_jar
 
-    jar = ivy_jar()
-    if jar is None:
+    if ivy_jar() is None:
         return Check("PySpark", False, "pyspark is not installed", "Run `make setup`.")
-    import pyspark
+    from . import spark
 
-    return Check("PySpark", True, f"{pyspark.__version__} (Ivy {jar.name})")
+    try:
+        jars = spark.cached_connector() or (spark.ensure_connector(progress=True) if fetch else None)
+    except LabkitError as exc:
+        return Check("PySpark", False, str(exc).removesuffix(exc.hint).strip(), exc.hint)
+    if not jars:
+        return Check("PySpark", False, f"{spark.pyspark_version()}, but its Kafka connector is not in the cache",
+                     "Run `make setup` (needs Maven Central once).")
+    return Check("PySpark", True, f"{spark.pyspark_version()} with the Kafka connector ({len(jars)} jars)")
 
 
 def run_checks() -> list[Check]:
@@ -127,7 +134,7 @@ def setup_check(need_spark: bool = False) -> SetupReport:
     """
     checks = [_python(), _java(), _jars_or_fetch()]
     if need_spark:
-        checks.append(_pyspark())
+        checks.append(_pyspark(fetch=True))
     report = SetupReport(checks)
     if not report.ok:
         bad = next(c for c in checks if not c.ok)

@@ -42,7 +42,14 @@ def test_bad_set_is_a_usage_error(tmp_path):
 def test_doctor_reports_java_and_jars():
     out = run("doctor")
     assert "✓ Java" in out.stdout and "✓ Kafka jars" in out.stdout
+    assert "✓ PySpark: 4.2.0 with the Kafka connector" in out.stdout
     assert out.returncode == 0  # Docker is optional
+
+
+def test_doctor_says_when_the_spark_connector_is_missing(tmp_path):
+    out = run("doctor", env={"LABKIT_CACHE_DIR": str(tmp_path)})
+    assert "✗ PySpark: 4.2.0, but its Kafka connector is not in the cache" in out.stdout
+    assert "make setup" in out.stdout and out.returncode != 0
 
 
 @pytest.mark.integration

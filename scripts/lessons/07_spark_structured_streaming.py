@@ -41,7 +41,7 @@ import labkit
 import labkit.spark
 from labkit import generators
 
-labkit.setup_check()
+labkit.setup_check(need_spark=True)
 """)
 nb.code("""
 cluster = labkit.start_cluster()
