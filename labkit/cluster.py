@@ -10,6 +10,7 @@ needs a backend that owns the brokers.
 from __future__ import annotations
 
 import html
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ from .profiles import DEFAULT_PROFILE
 if TYPE_CHECKING:
     from .records import Record
     from .tools import ToolResult
+
+log = logging.getLogger(__name__)
 
 
 #: confluent-kafka's Python-only config keys, which keep their underscores.
@@ -71,6 +74,20 @@ class Cluster:
     def __init__(self) -> None:
         self._admin: Optional[AdminClient] = None
         self.topic_prefix = os.environ.get("LABKIT_TOPIC_PREFIX", "")
+        self._stop_hooks: list[Callable[[], None]] = []
+
+    def on_stop(self, hook: Callable[[], None]) -> None:
+        """Run ``hook()`` when :meth:`stop` begins, before any broker goes (a Spark session, a live view)."""
+        if hook not in self._stop_hooks:
+            self._stop_hooks.append(hook)
+
+    def _run_stop_hooks(self) -> None:
+        hooks, self._stop_hooks = self._stop_hooks, []
+        for hook in hooks:
+            try:
+                hook()
+            except Exception:  # noqa: BLE001 - stopping goes on whatever a hook does
+                log.warning("a stop hook failed", exc_info=True)
 
     # ---- what every backend provides
     @property
@@ -277,6 +294,7 @@ class ExternalCluster(Cluster):
 
     def stop(self) -> None:
         """Forget the connection; the cluster itself keeps running (labkit does not own it)."""
+        self._run_stop_hooks()
         self._close_admin()
 
     def _summary(self) -> str:

@@ -372,6 +372,7 @@ class DockerCluster(Cluster):
             if self._stopped:
                 return
             self._stopped = True
+            self._run_stop_hooks()
             self._close_admin()
             for node in self._nodes.values():
                 try:

@@ -245,6 +245,7 @@ class NativeCluster(Cluster):
             if self._stopped:
                 return
             self._stopped = True
+            self._run_stop_hooks()
             self._close_admin()
             self._kill_all()
             if self._watchdog is not None:

@@ -445,6 +445,7 @@ def stop_session() -> None:
                 owned.spark.stop()
         except Exception as exc:  # noqa: BLE001 - the JVM may already be gone
             log.debug("stopping Spark: %s", exc)
+        _shutdown_gateway()
         if owned.temp_workdir:
             shutil.rmtree(owned.workdir, ignore_errors=True)
             cluster = owned.cluster_ref() if owned.cluster_ref is not None else None
@@ -452,20 +453,44 @@ def stop_session() -> None:
                 _TEMP_DIRS.pop(cluster, None)
 
 
+def _shutdown_gateway(timeout: float = 15.0) -> None:
+    """End the driver JVM too: PySpark keeps it for the life of the Python process after ``spark.stop()``.
+
+    The next session then starts a fresh JVM with its own settings (heap, log file, cluster marker).
+    """
+    from pyspark import SparkContext
+
+    gateway, SparkContext._gateway, SparkContext._jvm = SparkContext._gateway, None, None  # type: ignore[assignment]
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()
+    except Exception as exc:  # noqa: BLE001 - already gone
+        log.debug("closing the Py4J gateway: %s", exc)
+    if proc is None:
+        return
+    try:
+        if proc.stdin is not None:
+            proc.stdin.close()   # the gateway server exits when its stdin closes
+        proc.wait(timeout)
+    except (OSError, ValueError):
+        pass
+    except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired: it did not listen
+        proc.kill()
+        proc.wait()
+
+
 def _chain_stop(cluster: "Cluster") -> None:
     """Make ``cluster.stop()`` stop the Spark session first (queries would fail once the brokers go)."""
-    if getattr(cluster, "_labkit_spark_chained", False):
-        return
-    original: Callable[[], None] = cluster.stop
     ref = weakref.ref(cluster)
 
-    def stop() -> None:
-        if _CURRENT is not None and _CURRENT.cluster_ref is not None and _CURRENT.cluster_ref() is ref():
+    def stop_if_ours() -> None:
+        owned = _CURRENT
+        if owned is not None and owned.cluster_ref is not None and owned.cluster_ref() is ref():
             stop_session()
-        original()
 
-    cluster.stop = stop  # type: ignore[method-assign]
-    cluster._labkit_spark_chained = True  # type: ignore[attr-defined]
+    cluster.on_stop(stop_if_ours)
 
 
 atexit.register(stop_session)

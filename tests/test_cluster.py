@@ -139,8 +139,13 @@ def test_stop_broker_is_graceful_and_stop_cleans_up(fresh_cluster, jvm_pids):
     assert c.brokers[0].state == "stopped" and c.brokers[0].pid is None
     assert "shut down completed" in c.broker_log(1, lines=200)  # a controlled shutdown, not a kill
     c.start_broker(1)
+    seen = []
+    c.on_stop(lambda: seen.append(("first", len(jvm_pids(marker)))))
+    c.on_stop(lambda: 1 / 0)                      # a failing hook does not stop the others, nor the stop
+    c.on_stop(lambda: seen.append(("last", c.brokers[0].state)))
     c.stop()
     c.stop()  # twice is fine
+    assert seen == [("first", 1), ("last", "running")], "hooks run once, in order, before the brokers go"
     assert jvm_pids(marker) == []
     assert not c.data_dir.exists()
     with pytest.raises(ClusterStateError, match="stopped"):

@@ -324,6 +324,24 @@ def test_a_failing_query_is_reported_in_one_line(spark, cluster, unique):
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("fresh_cluster", ["single-broker"], indirect=True)
+def test_stopping_the_cluster_stops_its_queries_and_spark_first(fresh_cluster, unique, jvm_pids):
+    """Runs after the tests sharing the module's session: a session for another cluster replaces it."""
+    spark = ls.session(fresh_cluster, progress=False)
+    query = (spark.readStream.format("kafka").options(**ls.kafka_options(fresh_cluster, subscribe=unique("t")))
+             .load().writeStream.format("noop").start())
+    marker = str(fresh_cluster.data_dir)
+    assert len(jvm_pids(marker)) == 2, "the broker and the Spark driver"
+    assert query.isActive
+    fresh_cluster.stop()
+    assert ls._CURRENT is None
+    deadline = time.monotonic() + 30
+    while jvm_pids(marker) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert jvm_pids(marker) == []
+
+
+@pytest.mark.integration
 @pytest.mark.slow
 def test_no_spark_or_broker_jvm_outlives_a_killed_kernel(tmp_path):
     """A kernel killed with SIGKILL while its cluster and Spark session run leaves no JVM behind."""
