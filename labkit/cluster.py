@@ -81,6 +81,34 @@ class Cluster:
         if hook not in self._stop_hooks:
             self._stop_hooks.append(hook)
 
+    def _wait_registered(self, nodes: list[Any], step: Callable[[str], None], timeout: float, interval: float,
+                         hint: str) -> None:
+        """Wait until every node's broker is in the cluster metadata, calling ``step`` as each one appears.
+
+        Backends that start brokers supply ``_check_alive(nodes)`` (raise at once when a node died)
+        and ``_evidence(nodes)`` (log tails for the timeout error).
+        """
+        from .waiting import Wait
+
+        expected = {node.broker.id for node in nodes}
+        seen: set[int] = set()
+
+        def registered() -> bool:
+            ids = self.live_broker_ids()
+            for new in sorted((ids & expected) - seen):
+                seen.add(new)
+                step(f"broker {new} registered")
+            return ids >= expected
+
+        Wait(f"all {len(expected)} brokers to register", timeout=timeout, interval=interval, hint=hint,
+             check=lambda: self._check_alive(nodes), evidence=lambda: self._evidence(nodes)).until(registered)
+
+    def _check_alive(self, nodes: list[Any]) -> None:
+        """Raise when one of ``nodes`` has died (backends that own brokers override it)."""
+
+    def _evidence(self, nodes: list[Any]) -> str:
+        return ""
+
     def _run_stop_hooks(self) -> None:
         hooks, self._stop_hooks = self._stop_hooks, []
         for hook in hooks:

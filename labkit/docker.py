@@ -522,20 +522,8 @@ class DockerCluster(Cluster):
             return
 
     def _wait_ready(self, bar: _StartProgress) -> None:
-        expected = set(self._nodes)
-        nodes = list(self._nodes.values())
-        seen: set[int] = set()
-
-        def registered() -> bool:
-            ids = self.live_broker_ids()
-            for new in sorted((ids & expected) - seen):
-                seen.add(new)
-                bar.step(f"broker {new} registered")
-            return ids >= expected
-
-        Wait(f"all {len(expected)} brokers to register", timeout=self.start_timeout, interval=0.5,
-             hint="The container logs may say why (below); try `docker ps -a`.",
-             check=lambda: self._check_alive(nodes), evidence=lambda: self._evidence(nodes)).until(registered)
+        self._wait_registered(list(self._nodes.values()), bar.step, timeout=self.start_timeout,
+                              interval=0.5, hint="The container logs may say why (below); try `docker ps -a`.")
 
     def _check_alive(self, nodes: list[_Node]) -> None:
         for node in nodes:

@@ -30,7 +30,7 @@ from typing import IO, Any, Mapping, Optional
 from .cluster import Broker, Cluster
 from .distribution import Distribution, ensure_distribution, find_java
 from .environment import kafka_spec
-from .errors import BrokerStartError, ClusterStateError, LabkitError, PortInUseError, WaitTimeout
+from .errors import BrokerStartError, ClusterStateError, PortInUseError
 from .profiles import DEFAULT_PROFILE, load_profile, normalize_overrides, render_value, validate_settings
 from .waiting import Wait
 
@@ -428,20 +428,8 @@ class NativeCluster(Cluster):
         self._watchdog.send(f"watch {node.proc.pid} {self.data_dir}")
 
     def _wait_ready(self, bar: "_StartProgress") -> None:
-        expected = set(self._nodes)
-        nodes = list(self._nodes.values())
-        seen: set[int] = set()
-
-        def registered() -> bool:
-            ids = self.live_broker_ids()
-            for new in sorted((ids & expected) - seen):
-                seen.add(new)
-                bar.step(f"broker {new} registered")
-            return ids >= expected
-
-        Wait(f"all {len(expected)} brokers to register", timeout=self.start_timeout, interval=0.2,
-             hint="The broker logs may say why; try `labkit doctor`.",
-             check=lambda: self._check_alive(nodes), evidence=lambda: self._evidence(nodes)).until(registered)
+        self._wait_registered(list(self._nodes.values()), bar.step, timeout=self.start_timeout,
+                              interval=0.2, hint="The broker logs may say why; try `labkit doctor`.")
 
     def _check_alive(self, nodes: list[_Node]) -> None:
         for node in nodes:
