@@ -234,6 +234,21 @@ class Cluster:
         """Ids of the brokers the cluster's own metadata lists right now."""
         return _admin.broker_ids(self.admin())
 
+    def _rejoined(self, broker: Broker) -> bool:
+        """The broker is listed in the metadata *and* answers a metadata request on its own address.
+
+        Right after a kill the dead broker stays listed until its session times out, so being
+        listed alone would say a restarted broker is back seconds before its new process serves.
+        """
+        if broker.id not in self.live_broker_ids():
+            return False
+        client = _admin.make_admin(broker.address, **{"socket.connection.setup.timeout.ms": 1000})
+        try:
+            client.list_topics(timeout=1.0)
+        except KafkaException:
+            return False
+        return True
+
     def tool(self, tool: str, *args: str, check: bool = True, timeout: float = 120.0,
              input: Optional[str] = None) -> "ToolResult":
         """Run one of Kafka's command-line tools against this cluster, e.g. ``tool("kafka-topics", "--list")``."""

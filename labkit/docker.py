@@ -424,7 +424,7 @@ class DockerCluster(Cluster):
         if wait:
             Wait(f"broker {broker_id} to rejoin the cluster", timeout=timeout, interval=0.25,
                  check=lambda: self._check_alive([node]),
-                 evidence=lambda: self._evidence([node])).until(lambda: broker_id in self.live_broker_ids())
+                 evidence=lambda: self._evidence([node])).until(lambda: self._rejoined(node.broker))
 
     def pause_broker(self, broker_id: int) -> None:
         """``docker pause``: the broker keeps its sockets but stops answering, like a long GC pause."""

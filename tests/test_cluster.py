@@ -114,6 +114,20 @@ def test_leader_failover_after_kill_and_rejoin_after_restart(fresh_cluster, uniq
     assert sorted(c.describe_topic(topic)[0].isr) == [1, 2, 3]
 
 
+@pytest.mark.parametrize("fresh_cluster", ["three-brokers"], indirect=True)
+def test_start_broker_right_after_a_kill_returns_once_the_new_process_serves(fresh_cluster):
+    """The killed broker stays listed in the metadata until its session times out: being listed is not enough."""
+    from labkit import admin
+
+    c = fresh_cluster
+    victim = c.brokers[1]
+    c.kill_broker(victim.id)
+    assert victim.id in c.live_broker_ids(), "still listed right after the kill (the case this test is about)"
+    c.start_broker(victim.id)
+    direct = admin.make_admin(victim.address)
+    assert direct.list_topics(timeout=2).brokers, "the restarted broker answers on its own address at once"
+
+
 @pytest.mark.parametrize("fresh_cluster", ["single-broker"], indirect=True)
 def test_pause_and_resume(fresh_cluster, unique):
     c = fresh_cluster
