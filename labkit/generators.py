@@ -9,8 +9,9 @@
 Events are made in *rounds*; each round moves event time forward and is meant to be
 processed completely before the next is sent. Rounds from the second on carry a few
 **late** events (older than the newest event time already seen, but whose 1-minute
-window is still open, so Spark counts them) and a few **too-late** ones (their window
-closed before they arrived: Spark drops them). Late events are placed so that
+window is still open, so Spark counts them); once some window has closed for sure,
+rounds also carry a few **too-late** ones (their window closed before they arrived:
+Spark drops them). With the default 30-second rounds that is from round 6 on. Late events are placed so that
 which group they fall in does not depend on how Spark cuts the rounds into
 micro-batches, so the expected answer is exact. A final closing event moves the
 watermark past every window, so an append-mode query emits them all.
@@ -150,8 +151,9 @@ def generate_page_views(seed: int = 0, rounds: int = 8, per_round: int = 30, lat
     """A reproducible stream of page views (same arguments, same events).
 
     Round ``r`` holds ``per_round`` on-time events in its own ``round_span`` of event time,
-    then (from round 2) ``late_per_round`` late and (from round 3) ``too_late_per_round``
-    too-late events, shuffled in. ``closing`` adds a last round with one event far enough
+    then (from round 2) ``late_per_round`` late and up to ``too_late_per_round`` too-late events
+    (from the first round in which a window has surely closed: round 6 with 30-second rounds, a
+    1-minute window and a 30-second watermark), shuffled in. ``closing`` adds a last round with one event far enough
     ahead to close every window.
     """
     rng = random.Random(seed)

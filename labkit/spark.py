@@ -625,8 +625,8 @@ def progress_figure(progress: list[dict], title: str = "Streaming query progress
                              name="processed rows/s", mode="lines+markers"))
     fig.add_trace(go.Bar(x=batches, y=[p.get("durationMs", {}).get("triggerExecution", 0) for p in progress],
                          name="batch duration ms", opacity=0.35), secondary_y=True)
-    fig.update_layout(title=title, height=360, margin=dict(l=40, r=40, t=50, b=40), legend=dict(orientation="h"),
-                      xaxis_title="micro-batch")
+    fig.update_layout(title=title, height=380, margin=dict(l=40, r=40, t=50, b=90), xaxis_title="micro-batch",
+                      legend=dict(orientation="h", x=0, y=-0.25, yanchor="top"))
     fig.update_yaxes(title_text="rows/s", secondary_y=False)
     fig.update_yaxes(title_text="ms", secondary_y=True)
     return fig
@@ -634,29 +634,29 @@ def progress_figure(progress: list[dict], title: str = "Streaming query progress
 
 def watch_progress(query: "StreamingQuery", seconds: float, every: float = 1.0,
                    until: Optional[Callable[[], bool]] = None) -> "go.Figure":
-    """Show :func:`progress_figure` and redraw it in place every ``every`` s for ``seconds`` (or until ``until()``).
+    """Show :func:`progress_figure` live for ``seconds`` (or until ``until()``), redrawn every ``every`` s.
 
-    The figure goes out as plotly's own mime bundle with a display id, so each redraw
-    replaces the previous one (displaying the Figure object would add a new figure each time).
+    The figure is a plotly ``FigureWidget`` whose traces are updated in place, so JupyterLab
+    redraws one figure smoothly. Returns the last figure as a plain ``go.Figure``.
     """
-    import plotly.io as pio
+    import plotly.graph_objects as go
     from IPython.display import display
 
-    def bundle(fig: "go.Figure") -> dict:
-        return pio.renderers["plotly_mimetype"].to_mimebundle(fig.to_dict())
+    live = go.FigureWidget(progress_figure(list(query.recentProgress)))
+    display(live)
 
-    fig = progress_figure(list(query.recentProgress))
-    handle = display(bundle(fig), raw=True, display_id=True)
+    def refresh() -> "go.Figure":
+        fig = progress_figure(list(query.recentProgress))
+        with live.batch_update():
+            for shown, new in zip(live.data, fig.data):
+                shown.x, shown.y = new.x, new.y
+        return fig
+
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and query.isActive and not (until is not None and until()):
         time.sleep(every)
-        fig = progress_figure(list(query.recentProgress))
-        if handle is not None:
-            handle.update(bundle(fig), raw=True)
-    fig = progress_figure(list(query.recentProgress))
-    if handle is not None:
-        handle.update(bundle(fig), raw=True)
-    return fig
+        refresh()
+    return refresh()
 
 
 def committed_batches(checkpoint: str) -> list[int]:

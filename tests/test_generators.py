@@ -30,7 +30,8 @@ def test_kinds_and_rounds_follow_the_parameters():
     assert kinds[g.ON_TIME] == 6 * 20
     assert kinds[g.CLOSING] == 1
     assert 0 < kinds[g.LATE] <= 2 * 5          # from round 2 on
-    assert 0 < kinds[g.TOO_LATE] <= 1 * 4      # from round 3 on
+    assert 0 < kinds[g.TOO_LATE] <= 1 * 1      # only round 6 can have them (see the docstring)
+    assert {e.round for e in events if e.kind == g.TOO_LATE} == {6}
     rounds = events.rounds()
     assert len(rounds) == 7 and rounds[-1][0].kind == g.CLOSING
     assert [e for r in rounds for e in r] == list(events), "rounds keep the send order"
