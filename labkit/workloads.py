@@ -3,6 +3,7 @@
     group = Group(cluster, topic, "billing")
     group.start_member("a", commit="sync")
     group.start_member("b", commit="auto", crash_after=120)   # SIGKILLs itself after processing 120 records
+    group.wait_settled(2)      # every partition owned once, the assignment unchanged for 4 s
     group.wait_processed(500)
     group.outcome(expected)   # lost / duplicated / exactly once, from every member's durable log
 
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from .errors import LabkitError
+from .waiting import Wait
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -216,6 +218,55 @@ class Group:
             time.sleep(0.2)
         return len(self.processed())
 
+    def wait_settled(self, members: int, timeout: float = 60.0, quiet: float = 4.0,
+                     partitions: Optional[int] = None) -> dict[str, list[tuple[str, int]]]:
+        """Wait until the group's assignment is complete and has stayed the same for ``quiet`` seconds.
+
+        Complete: exactly ``members`` members are running, each has reported an assignment (its
+        first rebalance callback ran, possibly handing it nothing), and together they own every
+        partition of the topic (or ``partitions`` of them) once. Returns that assignment,
+        ``{member: [(topic, partition), ...]}``, as :meth:`assignment` reports it.
+
+        Raises :class:`~labkit.errors.WaitTimeout` (with each member's state and the last line of
+        its ``.err`` file) when it does not settle within ``timeout`` seconds, and
+        :class:`~labkit.errors.LabkitError` at once when fewer than ``members`` are running.
+        """
+        if partitions is None:
+            partitions = len(self.cluster.describe_topic(self.topic))
+        seen: dict[str, Any] = {"last": None, "since": 0.0}
+
+        def stable() -> Optional[dict[str, list[tuple[str, int]]]]:
+            now = self.assignment()
+            if _complete(self, now, members, partitions) and now == seen["last"]:
+                return now if time.monotonic() - seen["since"] >= quiet else None
+            seen["last"], seen["since"] = now, time.monotonic()
+            return None
+
+        def running() -> None:
+            alive = [m for m in self.members.values() if m.alive]
+            if len(alive) < members:
+                gone = [m for m in self.members.values() if not m.alive and m.proc.returncode not in (0, -9)]
+                raise LabkitError(
+                    f"Group {self.group_id!r} cannot settle with {members} members, {len(alive)} running"
+                    + (f" ({', '.join(f'{m.name} exited with code {m.proc.returncode}' for m in gone)})." if gone
+                       else "."),
+                    f"Start the missing members first; a member's errors are in {self.workdir}/<name>.err.")
+
+        return Wait(f"group {self.group_id!r} to settle with {members} members owning {partitions} partitions",
+                    timeout=timeout, interval=0.2, check=running, evidence=self._evidence,
+                    hint="A rebalance waits for every member to call poll() again: a member busy with a long "
+                         "batch delays it. Raise timeout, or see the members' .err files.").until(stable)
+
+    def _evidence(self) -> str:
+        lines = []
+        for m in self.members.values():
+            state = "running" if m.alive else f"exited ({m.proc.returncode})"
+            err = self.workdir / f"{m.name}.err"
+            tail = err.read_text(errors="replace").strip().splitlines()[-1:] if err.exists() else []
+            lines.append(f"{m.name} ({state}): owns {[p for _, p in m.assignment()]}"
+                         + (f"; last error line: {tail[0]}" if tail else ""))
+        return "\n".join(lines)
+
     def wait_dead(self, name: str, timeout: float = 60.0) -> None:
         try:
             self.members[name].proc.wait(timeout)
@@ -231,6 +282,13 @@ class Group:
     def stop(self) -> None:
         for name in list(self.members):
             self.crash_member(name)
+
+
+def _complete(group: Group, assignment: dict[str, list[tuple[str, int]]], members: int, partitions: int) -> bool:
+    """``members`` running members, each with a reported assignment, owning ``partitions`` partitions once."""
+    owned = [tp for parts in assignment.values() for tp in parts]
+    reported = all(m.status_file.exists() for m in group.members.values() if m.alive)
+    return len(assignment) == members and reported and len(owned) == len(set(owned)) == partitions
 
 
 # ------------------------------------------------------------------------------------------ the member process

@@ -1,15 +1,16 @@
-"""labkit.workloads: consumer processes crashed mid-batch, counted exactly."""
+"""labkit.workloads: consumer processes crashed mid-batch, counted exactly; waiting for a group to settle."""
 
 from __future__ import annotations
 
+import json
+import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
-from labkit.errors import LabkitError
-from labkit.workloads import Group, Outcome
-
-pytestmark = pytest.mark.integration
+from labkit.errors import LabkitError, WaitTimeout
+from labkit.workloads import Group, Member, Outcome
 
 
 def test_outcome_names_the_semantics():
@@ -18,6 +19,90 @@ def test_outcome_names_the_semantics():
     assert Outcome(10, 10, 0, 0).semantics.startswith("exactly once")
 
 
+# ---------------------------------------------------------------------------------------------- wait_settled
+class FakeProc:
+    def __init__(self, returncode=None):
+        self.returncode = returncode
+
+    def poll(self):
+        return self.returncode
+
+
+def fake_group(tmp_path, partitions=6):
+    cluster = SimpleNamespace(topic_name=lambda t: t, describe_topic=lambda t: list(range(partitions)))
+    return Group(cluster, "orders", "g", workdir=tmp_path)
+
+
+def add_member(group, name, owns=None, returncode=None):
+    """A member whose process is ``returncode`` (None: running) and who reported owning ``owns``."""
+    log, status = group.workdir / f"{name}.log", group.workdir / f"{name}.status.json"
+    group.members[name] = Member(name, FakeProc(returncode), log, status)
+    if owns is not None:
+        report(group, name, owns)
+
+
+def report(group, name, owns):
+    group.members[name].status_file.write_text(json.dumps({"assignment": [["orders", p] for p in owns]}))
+
+
+def test_wait_settled_returns_the_assignment_once_complete_and_quiet(tmp_path):
+    group = fake_group(tmp_path)
+    add_member(group, "a", [0, 1, 2])
+    add_member(group, "b", [3, 4, 5])
+    add_member(group, "gone", [0, 1], returncode=0)  # stopped earlier: not counted
+    start = time.monotonic()
+    got = group.wait_settled(2, quiet=0.5, timeout=10)
+    assert got == {"a": [("orders", 0), ("orders", 1), ("orders", 2)],
+                   "b": [("orders", 3), ("orders", 4), ("orders", 5)]}
+    assert time.monotonic() - start >= 0.5
+
+
+def test_wait_settled_restarts_the_quiet_period_when_the_assignment_changes(tmp_path):
+    group = fake_group(tmp_path)
+    add_member(group, "a", [0, 1, 2, 3, 4, 5])
+    add_member(group, "b", [])  # joined, nothing yet: complete, but about to change
+    timer = threading.Timer(0.6, lambda: (report(group, "a", [0, 1, 2]), report(group, "b", [3, 4, 5])))
+    start = time.monotonic()
+    timer.start()
+    try:
+        got = group.wait_settled(2, quiet=1.0, timeout=10)
+    finally:
+        timer.cancel()
+    assert got["b"] == [("orders", 3), ("orders", 4), ("orders", 5)]
+    assert time.monotonic() - start >= 1.6, "the quiet period counts from the last change"
+
+
+def test_wait_settled_times_out_with_each_members_state(tmp_path):
+    group = fake_group(tmp_path)
+    add_member(group, "a", [0, 1, 2])
+    add_member(group, "b", [2, 3, 4, 5])  # partition 2 twice: not a complete assignment
+    add_member(group, "c")  # no rebalance callback yet
+    (tmp_path / "c.err").write_text("first line\nKafkaException: broker down\n")
+    with pytest.raises(WaitTimeout) as err:
+        group.wait_settled(3, quiet=0.1, timeout=0.6)
+    text = str(err.value)
+    assert "group 'g' to settle with 3 members owning 6 partitions" in text
+    assert "b (running): owns [2, 3, 4, 5]" in text and "last error line: KafkaException: broker down" in text
+    assert err.value.hint, "says what to try"
+
+
+def test_wait_settled_fails_at_once_when_a_member_died(tmp_path):
+    group = fake_group(tmp_path, partitions=3)
+    add_member(group, "a", [0, 1, 2])
+    add_member(group, "b", returncode=1)
+    start = time.monotonic()
+    with pytest.raises(LabkitError, match=r"cannot settle with 2 members, 1 running \(b exited with code 1\)"):
+        group.wait_settled(2, timeout=30)
+    assert time.monotonic() - start < 5
+
+
+def test_wait_settled_takes_the_partition_count_when_given(tmp_path):
+    group = fake_group(tmp_path, partitions=6)
+    add_member(group, "a", [0, 1])
+    assert group.wait_settled(1, quiet=0, partitions=2, timeout=5) == {"a": [("orders", 0), ("orders", 1)]}
+
+
+@pytest.mark.integration
 def test_commit_after_processing_duplicates_and_before_loses(cluster, unique):
     topic = cluster.create_topic(unique("work"), partitions=3)
     ids = [f"r{i:04d}" for i in range(300)]
@@ -44,11 +129,13 @@ def test_commit_after_processing_duplicates_and_before_loses(cluster, unique):
     assert outcomes["before"].duplicated == 0 and 0 < outcomes["before"].lost < 50
 
 
+@pytest.mark.integration
 def test_unknown_commit_style_is_a_clear_error(cluster):
     with pytest.raises(LabkitError, match="sync"):
         Group(cluster, "any", "g").start_member("x", commit="sometimes")
 
 
+@pytest.mark.integration
 def test_auto_commit_crash_loses_records_sync_after_processing_does_not(cluster, unique):
     """Auto-commit commits what consume() returned, processed or not: a crash mid-batch after a commit loses
     the rest of the batch. Committing synchronously after processing never loses anything."""
