@@ -1,5 +1,5 @@
-"""Rebalances counted on a real cluster: eager vs cooperative, static membership, group.protocol=consumer,
-and the group views read back from the broker."""
+"""Rebalances counted on a real cluster: eager vs cooperative, a slow member stalling an eager group, static
+membership, group.protocol=consumer, and the group views read back from the broker."""
 
 from __future__ import annotations
 
@@ -14,22 +14,7 @@ from labkit.workloads import Group
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 6
-
-
-def settled(group: Group, members: int, partitions: int = PARTITIONS, timeout: float = 60, quiet: float = 3.0):
-    """The assignment once every member reports one covering every partition, unchanged for ``quiet`` s."""
-    last, since, deadline = None, 0.0, time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        now = group.assignment()
-        complete = (len(now) == members and all(m.status_file.exists() for m in group.members.values() if m.alive)
-                    and sum(len(v) for v in now.values()) == partitions)
-        if complete and now == last:
-            if time.monotonic() - since >= quiet:
-                return now
-        else:
-            last, since = now, time.monotonic()
-        time.sleep(0.2)
-    raise AssertionError(f"group {group.group_id} did not settle: {group.assignment()}")
+QUIET = 3.0  # seconds an assignment must stay unchanged to count as settled
 
 
 @pytest.fixture
@@ -48,11 +33,11 @@ def test_cooperative_revokes_only_what_moves_eager_revokes_everything(cluster, e
         for strategy, group in groups.items():
             for name in ("a", "b", "c"):
                 group.start_member(name, process_ms=50, batch=10, partition_assignment_strategy=strategy)
-        before = {s: settled(g, 3) for s, g in groups.items()}
+        before = {s: g.wait_settled(3, quiet=QUIET) for s, g in groups.items()}
         joined = time.time()
         for strategy, group in groups.items():
             group.start_member("d", process_ms=50, batch=10, partition_assignment_strategy=strategy)
-        after = {s: settled(g, 4) for s, g in groups.items()}
+        after = {s: g.wait_settled(4, quiet=QUIET) for s, g in groups.items()}
         until = time.time()
     finally:
         for g in groups.values():
@@ -69,6 +54,38 @@ def test_cooperative_revokes_only_what_moves_eager_revokes_everything(cluster, e
     assert sum(1 for s in gaps.values() if s > 0) == moved, f"only moved partitions paused: {gaps}"
 
 
+def test_a_slow_member_stalls_an_eager_group_but_not_a_cooperative_one(cluster, events_topic, unique):
+    """d joins as c starts an 8 s batch: eager a and b own nothing until c is back in consume(); cooperative
+    a and b keep their partitions all along."""
+    groups = {s: Group(cluster, events_topic, unique(s)) for s in ("range", "cooperative-sticky")}
+    try:
+        for strategy, group in groups.items():
+            for name in ("a", "b"):
+                group.start_member(name, batch=10, process_ms=20, partition_assignment_strategy=strategy)
+        for group in groups.values():
+            group.wait_settled(2, quiet=1.0)
+        for strategy in ("cooperative-sticky", "range"):  # the cooperative join takes two rounds: first
+            groups[strategy].start_member("c", batch=8, process_ms=1000, partition_assignment_strategy=strategy)
+            groups[strategy].wait_settled(3, quiet=0)  # c has its partitions: its 8 s batch has begun
+        joined = time.time()
+        for strategy, group in groups.items():
+            group.start_member("d", batch=10, process_ms=20, partition_assignment_strategy=strategy)
+        for group in groups.values():
+            group.wait_settled(4, quiet=1.0)
+        until = time.time()
+    finally:
+        for g in groups.values():
+            g.stop()
+    eager, coop = groups["range"].events(), groups["cooperative-sticky"].events()
+    c_back = min(e.t for e in eager if e.member == "c" and e.kind == "revoke" and e.t >= joined)
+    idle = {m: groupviz.idle_seconds(eager, m, joined, until) for m in "ab"}
+    assert all(s > 3.0 for s in idle.values()), f"eager a and b stopped only {idle} s"
+    again = {m: min(e.t for e in eager if e.member == m and e.kind == "assign" and e.partitions and e.t >= joined)
+             for m in "ab"}
+    assert all(t >= c_back for t in again.values()), f"a and b got partitions back before c rejoined: {again}"
+    assert all(groupviz.idle_seconds(coop, m, joined, until) == 0 for m in "ab"), "cooperative a and b stopped"
+
+
 def test_static_member_restart_within_session_timeout_causes_no_rebalance(cluster, events_topic, unique):
     group = Group(cluster, events_topic, unique("static"))
 
@@ -78,16 +95,16 @@ def test_static_member_restart_within_session_timeout_causes_no_rebalance(cluste
     try:
         for name in ("s1", "s2", "s3"):
             start(name)
-        first = settled(group, 3)
+        first = group.wait_settled(3, quiet=QUIET)
         quick = time.time()
         group.crash_member("s3")
         start("s3")
-        again = settled(group, 3)
+        again = group.wait_settled(3, quiet=QUIET)
         slow = time.time()
         group.crash_member("s3")
         time.sleep(9)  # longer than session.timeout.ms
         start("s3")
-        settled(group, 3)
+        group.wait_settled(3, quiet=QUIET)
     finally:
         group.stop()
     events = group.events()
@@ -105,10 +122,10 @@ def test_broker_side_protocol_assigns_every_partition_once(cluster, events_topic
     try:
         for name in ("k1", "k2", "k3"):
             group.start_member(name, process_ms=20, group_protocol="consumer", group_remote_assignor="uniform")
-        settled(group, 3)
+        group.wait_settled(3, quiet=QUIET)
         joined = time.time()
         group.start_member("k4", process_ms=20, group_protocol="consumer", group_remote_assignor="uniform")
-        final = settled(group, 4)
+        final = group.wait_settled(4, quiet=QUIET)
         view = groupviz.read_group(cluster, group.group_id)
         state = cluster.tool("kafka-consumer-groups", "--describe", "--group", group.group_id, "--state").lines
     finally:
@@ -126,7 +143,7 @@ def test_group_views_read_a_real_group(cluster, events_topic, unique):
     try:
         group.start_member("one", process_ms=0.5)
         group.start_member("two", process_ms=0.5)
-        settled(group, 2)
+        group.wait_settled(2, quiet=QUIET)
         group.wait_processed(1200, timeout=60)
         time.sleep(1.5)  # the last batch's commit
         view = groupviz.read_group(cluster, group.group_id)

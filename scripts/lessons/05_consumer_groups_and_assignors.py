@@ -56,26 +56,10 @@ Start three members of one group (three processes). Once the group has settled, 
 some partitions and no partition has two owners:
 """)
 nb.code("""
-def settled(group, members, timeout=60, quiet=4.0):
-    # the assignment once every member reports one and it stayed the same for `quiet` seconds
-    partitions = len(cluster.describe_topic(group.topic))
-    last, since, deadline = None, None, time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        now = group.assignment()
-        complete = len(now) == members and all(m.status_file.exists() for m in group.members.values()) \
-            and sum(len(v) for v in now.values()) == partitions
-        if complete and now == last:
-            if time.monotonic() - since >= quiet:
-                return now
-        else:
-            last, since = now, time.monotonic()
-        time.sleep(0.25)
-    return group.assignment()
-
 workers = Group(cluster, events, f"workers-{run}")
 for name in ("alpha", "beta", "gamma"):
     workers.start_member(name, process_ms=5)
-split = settled(workers, 3)
+split = workers.wait_settled(3)   # every partition owned once, unchanged for 4 s
 {name: sorted(p for _, p in parts) for name, parts in split.items()}
 """)
 nb.md("""
@@ -104,10 +88,10 @@ partition its rebalance callbacks hand it (`on_assign`) or take away (`on_revoke
 nb.code("""
 joins = time.time()
 workers.start_member("delta", process_ms=5)
-settled(workers, 4)
+workers.wait_settled(4)
 leaves = time.time()
 workers.stop_member("alpha")
-settled(workers, 3)
+workers.wait_settled(3)
 groupviz.rebalance_timeline(workers.events(), t0=joins, marks={"delta joins": joins, "alpha leaves": leaves},
                             title="Who owned which partition, when (seconds after delta joined)")
 """)
@@ -139,7 +123,7 @@ p.flush(10)
 crowd = Group(cluster, small, f"crowd-{run}")
 for name in ("m1", "m2", "m3"):
     crowd.start_member(name)
-crowded = settled(crowd, 3)
+crowded = crowd.wait_settled(3)
 billing, audit = Group(cluster, small, f"billing-{run}"), Group(cluster, small, f"audit-{run}")
 billing.start_member("b1")
 audit.start_member("a1")
@@ -228,11 +212,11 @@ def busy_group(strategy):
     return group
 
 eager, cooperative = busy_group("range"), busy_group("cooperative-sticky")
-settled(eager, 3), settled(cooperative, 3)
+eager.wait_settled(3), cooperative.wait_settled(3)
 joined = time.time()
 eager.start_member("d", batch=10, process_ms=100, partition_assignment_strategy="range")
 cooperative.start_member("d", batch=10, process_ms=100, partition_assignment_strategy="cooperative-sticky")
-settled(eager, 4), settled(cooperative, 4)
+eager.wait_settled(4), cooperative.wait_settled(4)
 until = time.time()
 eager.stop(), cooperative.stop()
 runs = {"eager (range)": eager.events(), "cooperative-sticky": cooperative.events()}
@@ -268,10 +252,91 @@ nb.md("""
 Eager: every member gave up every partition, even the ones it got straight back, so every
 partition paused and was fetched again from its committed offset. Cooperative: the members
 that kept their partitions never stopped; only the partition that moved paused, and because it
-moves in two rounds (revoked, then assigned to `d`) *its* gap is the longer one. In this small,
-quick group the eager stop is short; it always lasts until **every** member has rejoined, and the
-rebalance callbacks run inside `poll()`/`consume()`, so in a large group one member busy with a
-long batch stops everyone (for up to `max.poll.interval.ms`; not shown here).
+moves in two rounds (revoked, then assigned to `d`) *its* gap is the longer one.
+
+In this quick group the eager stop is short, because every member calls `consume()` again within
+a second. But a member takes part in a rebalance only from inside `poll()`/`consume()`: that is
+where its rebalance callbacks run and where it rejoins. And an eager rebalance ends only when
+**every** member has rejoined.
+
+### One slow member stops an eager group
+
+Members are rarely that even: one takes a big batch, or calls a slow service per record. Here `c`
+takes 8 records per `consume()` call at 1 s each, so it calls `consume()` only every 8 s; `a` and
+`b` are fast (10 records per call, 20 ms each). Start `a` and `b`, then `c`, and as soon as `c` has
+its partitions (it is starting an 8-second batch) a fourth member `d` joins. Again an eager group
+and a cooperative one, side by side:
+""")
+nb.code("""
+FAST = dict(batch=10, process_ms=20)
+SLOW = dict(batch=8, process_ms=1000)     # 8 records x 1 s: back in consume() only after 8 s
+strategies = {"eager (range)": "range", "cooperative-sticky": "cooperative-sticky"}
+uneven = {name: Group(cluster, events, f"uneven-{s}-{run}") for name, s in strategies.items()}
+for name, group in uneven.items():
+    for member in ("a", "b"):
+        group.start_member(member, partition_assignment_strategy=strategies[name], **FAST)
+for group in uneven.values():
+    group.wait_settled(2, quiet=1.0)
+for name in ("cooperative-sticky", "eager (range)"):  # a cooperative join takes two rounds: start it first
+    uneven[name].start_member("c", partition_assignment_strategy=strategies[name], **SLOW)
+    uneven[name].wait_settled(3, quiet=0)   # c has its partitions: its first batch has begun
+slow_join = time.time()
+for name, group in uneven.items():
+    group.start_member("d", partition_assignment_strategy=strategies[name], **FAST)
+for group in uneven.values():
+    group.wait_settled(4, quiet=1.0)
+slow_until = time.time()
+for group in uneven.values():
+    group.stop()
+uneven_runs = {name: group.events() for name, group in uneven.items()}
+pd.concat({name: groupviz.rebalance_table(evs, slow_join, slow_until) for name, evs in uneven_runs.items()},
+          names=["protocol"])
+""")
+nb.code("""
+groupviz.rebalance_timeline(uneven_runs, t0=slow_join, marks={"d joins": slow_join},
+                            title="d joins while c is in an 8-second batch (seconds after the join)")
+""")
+nb.md("""
+When was `c` back in `consume()` (its first revoke after the join: the callback runs in there),
+and how long did `a` and `b` own nothing?
+""")
+nb.code("""
+def first_event(evs, member, kind, after):
+    # the first `kind` event of `member` at or after `after` (an assign that hands over nothing doesn't count)
+    times = [e.t for e in evs if e.member == member and e.kind == kind and e.t >= after
+             and (e.partitions or kind != "assign")]
+    return min(times) if times else None
+
+stalls = {}
+for name, evs in uneven_runs.items():
+    c_back = first_event(evs, "c", "revoke", slow_join)
+    idle = {m: groupviz.idle_seconds(evs, m, slow_join, slow_until) for m in "ab"}
+    again = {m: first_event(evs, m, "assign", slow_join) for m in "ab"}
+    stalls[name] = {"c back": c_back, "idle": idle, "again": again}
+    print(f"{name}: c back in consume() {c_back - slow_join:.1f} s after d joined; "
+          f"a owned nothing for {idle['a']:.1f} s, b for {idle['b']:.1f} s")
+""")
+nb.code("""
+eager_stall, coop_stall = stalls["eager (range)"], stalls["cooperative-sticky"]
+print("eager: a and b owned nothing for more than 3 s while c finished its batch:",
+      all(s > 3.0 for s in eager_stall["idle"].values()))
+print("eager: a and b got partitions again only once c was back in consume():",
+      all(t is not None and t >= eager_stall["c back"] for t in eager_stall["again"].values()))
+print("cooperative: a and b never stopped (each owned a partition all along):",
+      all(s == 0 for s in coop_stall["idle"].values()))
+""", check=True)
+nb.md("""
+Eager: `a` and `b` gave up everything at once (their next `consume()`, about a second after `d`
+joined, ran the revoke callback and rejoined), then owned nothing for about 7 s: the coordinator
+held the rebalance open until `c` rejoined, and `c` rejoined only when its batch was done and it
+called `consume()` again. The fast members' stop is the rest of the slow member's batch. The
+coordinator waits for that up to the group's rebalance timeout, which librdkafka sends as
+`max.poll.interval.ms` (5 minutes by default); a member that stays away longer is dropped from the
+group, and the others get its partitions.
+
+Cooperative: `a` and `b` kept their partitions and went on consuming throughout. Only the
+partition that moved to `d` paused, and if it was `c`'s, it waited for `c`'s batch too, because a
+member gives up a partition only inside `consume()` (the timeline shows whose it was).
 
 ## Static membership: restarting without a rebalance
 
@@ -288,11 +353,11 @@ def start_static(name):
 
 for name in ("s1", "s2", "s3"):
     start_static(name)
-first = settled(static, 3)
+first = static.wait_settled(3)
 quick = time.time()
 static.crash_member("s3")
 start_static("s3")                       # back within the session timeout
-after_quick = settled(static, 3)
+after_quick = static.wait_settled(3)
 """)
 nb.md("""
 Now the slow case: kill `s3` and leave it down. After `session.timeout.ms` without a heartbeat the
@@ -307,7 +372,7 @@ while sum(len(static.members[m].assignment()) for m in ("s1", "s2")) < 6 and tim
     time.sleep(0.1)
 noticed = time.time() - slow
 start_static("s3")
-after_slow = settled(static, 3)
+after_slow = static.wait_settled(3)
 done = time.time()
 static.stop()
 print(f"the group took s3's partitions away {noticed:.1f} s after it died (session.timeout.ms = 6 s)")
@@ -353,10 +418,10 @@ nb.code("""
 modern = Group(cluster, events, f"kip848-{run}")
 for name in ("k1", "k2", "k3"):
     modern.start_member(name, batch=10, process_ms=100, group_protocol="consumer", group_remote_assignor="uniform")
-settled(modern, 3)
+modern.wait_settled(3)
 joined_848 = time.time()
 modern.start_member("k4", batch=10, process_ms=100, group_protocol="consumer", group_remote_assignor="uniform")
-final_848 = settled(modern, 4)
+final_848 = modern.wait_settled(4)
 until_848 = time.time()
 print(cluster.tool("kafka-consumer-groups", "--describe", "--group", modern.group_id, "--state"))
 print(cluster.tool("kafka-consumer-groups", "--describe", "--group", modern.group_id, "--members", "--verbose"))
@@ -384,6 +449,7 @@ paused. Static membership works on the new protocol too (`group.instance.id`).
 | extra members are idle; each group gets every record | 3 members on 2 partitions; billing and audit both read 200 |
 | assignors follow documented rules | range and roundrobin predictions equal what real consumers received |
 | eager rebalancing stops everyone; cooperative only what moves | revoke counts and the timelines of two groups |
+| one slow member stops an eager group until its batch ends; cooperatively the others go on | `a` and `b` owned nothing while `c` finished an 8 s batch; with cooperative-sticky, never |
 | a static member restarted in time causes no rebalance; a slow one does | revokes of the others: none, then some |
 | `group.protocol=consumer`: the broker assigns, incrementally | the group's assignment strategy; one partition moved |
 
