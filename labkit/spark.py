@@ -413,11 +413,14 @@ def _build(app_name: str, settings: dict[str, str], log_path: Optional[Path] = N
 
 
 def _last_line(path: Optional[Path]) -> str:
+    """The JVM's last error line in its log (the launcher scripts add their own noise after it)."""
     try:
         lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()] if path else []
     except OSError:
         return ""
-    return lines[-1][:200] if lines else ""
+    errors = [line for line in lines if re.search(r"error|exception", line, re.IGNORECASE)
+              and "spark-class" not in line]
+    return (errors or lines or [""])[-1][:200]
 
 
 def _alive(spark: "SparkSession") -> bool:

@@ -369,3 +369,35 @@ def test_no_spark_or_broker_jvm_outlives_a_killed_kernel(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_jvm_that_will_not_start_is_a_java_error_with_its_own_words(tmp_path):
+    """PySpark only says "Java gateway process exited"; labkit says so in one line with the JVM's last words."""
+    java_home = tmp_path / "jdk"
+    (java_home / "bin").mkdir(parents=True)
+    fake = java_home / "bin" / "java"
+    fake.write_text('#!/bin/sh\ncase "$1" in -version) echo \'openjdk version "17.0.9" 2023-10-17\' >&2; exit 0;; esac\n'
+                    'echo "Error occurred during initialization of VM: fake JVM refuses to start" >&2\nexit 1\n')
+    fake.chmod(0o755)
+    script = textwrap.dedent(f"""
+        import labkit.spark as ls
+        from labkit.errors import JavaError
+
+        class Addresses:
+            data_dir = {str(tmp_path / "cluster")!r}
+            def client_config(self, **config):
+                return {{"bootstrap.servers": "127.0.0.1:9"}}
+            def on_stop(self, hook):
+                pass
+
+        try:
+            ls.session(Addresses(), progress=False)
+        except JavaError as exc:
+            print("JavaError:", exc)
+    """)
+    env = dict(os.environ, JAVA_HOME=str(java_home))
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("JavaError:")]
+    assert line, out.stdout + out.stderr[-2000:]
+    assert "fake JVM refuses to start" in line[0] and "JAVA_HOME" in line[0]
+    assert "fake JVM refuses" in (tmp_path / "cluster" / "spark" / ls.DRIVER_LOG).read_text()
