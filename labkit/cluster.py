@@ -240,8 +240,10 @@ class Cluster:
         Right after a kill the dead broker stays listed until its session times out, so being
         listed alone would say a restarted broker is back seconds before its new process serves.
         """
-        if broker.id not in self.live_broker_ids():
-            return False
+        return broker.id in self.live_broker_ids() and self._answers(broker)
+
+    def _answers(self, broker: Broker) -> bool:
+        """A metadata request sent to ``broker``'s own address gets an answer within a second."""
         client = _admin.make_admin(broker.address, **{"socket.connection.setup.timeout.ms": 1000})
         try:
             client.list_topics(timeout=1.0)

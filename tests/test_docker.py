@@ -291,6 +291,7 @@ class _FakeEngine:
                     if c.box is not None and c.box.status == "running" and not c.removed}
 
         monkeypatch.setattr(cluster, "live_broker_ids", running)
+        monkeypatch.setattr(cluster, "_answers", lambda broker: broker.id in running())
 
 
 def test_start_fault_injection_and_stop_drive_the_containers(monkeypatch):
