@@ -38,6 +38,7 @@ from .cluster import Broker, Cluster
 from .environment import kafka_spec
 from .errors import BackendError, BrokerStartError, ClusterStateError, LabkitError, SettingError
 from .native import _StartProgress, free_ports, new_cluster_id
+from .progress import Progress
 from .profiles import DEFAULT_PROFILE, MANAGED_SETTINGS, load_profile, normalize_overrides, render_value, validate_settings
 from .waiting import Wait
 
@@ -521,7 +522,7 @@ class DockerCluster(Cluster):
             broker.state = "running"
             return
 
-    def _wait_ready(self, bar: _StartProgress) -> None:
+    def _wait_ready(self, bar: Progress) -> None:
         self._wait_registered(list(self._nodes.values()), bar.step, timeout=self.start_timeout,
                               interval=0.5, hint="The container logs may say why (below); try `docker ps -a`.")
 

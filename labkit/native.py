@@ -32,6 +32,7 @@ from .distribution import Distribution, ensure_distribution, find_java
 from .environment import kafka_spec
 from .errors import BrokerStartError, ClusterStateError, PortInUseError
 from .profiles import DEFAULT_PROFILE, load_profile, normalize_overrides, render_value, validate_settings
+from .progress import Progress
 from .waiting import Wait
 
 log = logging.getLogger(__name__)
@@ -427,7 +428,7 @@ class NativeCluster(Cluster):
         assert self._watchdog is not None and self.data_dir is not None
         self._watchdog.send(f"watch {node.proc.pid} {self.data_dir}")
 
-    def _wait_ready(self, bar: "_StartProgress") -> None:
+    def _wait_ready(self, bar: Progress) -> None:
         self._wait_registered(list(self._nodes.values()), bar.step, timeout=self.start_timeout,
                               interval=0.2, hint="The broker logs may say why; try `labkit doctor`.")
 
@@ -480,22 +481,7 @@ class NativeCluster(Cluster):
             node.broker.state = "stopped" if self._stopped else "killed"
 
 
-class _StartProgress:
-    """A progress bar for cluster start-up (tqdm: a widget in notebooks, a line in terminals)."""
-
-    def __init__(self, enabled: bool, brokers: int) -> None:
-        self._bar = None
-        if enabled:
-            from tqdm.auto import tqdm
-
-            self._bar = tqdm(total=brokers + 1, desc="Starting Kafka", unit="step", leave=False,
-                             bar_format="{desc}: {bar} {n_fmt}/{total_fmt} [{elapsed}] {postfix}")
-
-    def step(self, what: str) -> None:
-        if self._bar is not None:
-            self._bar.set_postfix_str(what, refresh=False)
-            self._bar.update(1)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
+def _StartProgress(enabled: bool, brokers: int) -> Progress:  # noqa: N802 - the backends' name for it
+    """The cluster start-up bar: one step per broker registered, plus the metadata round-trip."""
+    return Progress(enabled, "Starting Kafka", total=brokers + 1,
+                    bar_format="{desc}: {bar} {n_fmt}/{total_fmt} [{elapsed}] {postfix}")

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 from .distribution import _file_lock, cache_dir, find_java, head_pom, ivy_command, ivy_jar, run_resolver
 from .errors import DistributionError, JavaError, LabkitError, OfflineError
+from .progress import Progress
 from .setup import step
 
 if TYPE_CHECKING:
@@ -136,7 +137,7 @@ def ensure_connector(version: Optional[str] = None, progress: bool = True,
         found = cached_connector(version)  # another process may have finished meanwhile
         if found:
             return found
-        bar = _Progress(progress, f"Spark Kafka connector {version}", total=None)
+        bar = Progress(progress, f"Spark Kafka connector {version}", total=None)
         try:
             _resolve_connector(java.executable, ivy, version, repository, root, bar)
         finally:
@@ -168,7 +169,7 @@ def check_connector_available(version: str, repository: Optional[str] = None, ti
             "Connect to the internet and run `make setup` once; after that Spark works offline.") from exc
 
 
-def _resolve_connector(java: Path, ivy: Path, version: str, repository: str, root: Path, bar: "_Progress") -> None:
+def _resolve_connector(java: Path, ivy: Path, version: str, repository: str, root: Path, bar: Progress) -> None:
     with tempfile.TemporaryDirectory(prefix="labkit-resolve-", dir=root) as tmp:
         work = Path(tmp)
         target = work / "jars"
@@ -297,7 +298,7 @@ def session(cluster: "Cluster", app_name: str = "kafka-lab", master: Optional[st
             if owner is cluster and _alive(_CURRENT.spark):
                 return _CURRENT.spark
             stop_session()
-        bar = _Progress(progress, "Spark", total=3)
+        bar = Progress(progress, "Spark", total=3)
         try:
             check_java()
             bar.step("Kafka connector")
@@ -316,7 +317,7 @@ def session(cluster: "Cluster", app_name: str = "kafka-lab", master: Optional[st
         return spark
 
 
-def _connector_with_bar(bar: "_Progress") -> list[Path]:
+def _connector_with_bar(bar: Progress) -> list[Path]:
     found = cached_connector()
     if found:
         return found
@@ -515,32 +516,6 @@ def _log4j_config() -> Path:
         tmp.write_text(text)
         tmp.replace(path)
     return path
-
-
-class _Progress:
-    """One tqdm line (terminal or notebook) while something slow happens; silent when disabled."""
-
-    def __init__(self, enabled: bool, desc: str, total: Optional[int]) -> None:
-        self._bar = None
-        if enabled:
-            from tqdm.auto import tqdm
-
-            self._bar = tqdm(desc=desc, total=total, leave=False, bar_format="{desc}{postfix}"
-                             if total is None else "{desc}: {n_fmt}/{total_fmt}{postfix}")
-        self._desc = desc
-
-    def step(self, what: str) -> None:
-        if self._bar is not None:
-            self._bar.update(1)
-            self._bar.set_postfix_str(what)
-
-    def describe(self, what: str) -> None:
-        if self._bar is not None:
-            self._bar.set_postfix_str(what)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
 
 
 # ---------------------------------------------------------------- streaming queries
