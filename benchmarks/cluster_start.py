@@ -26,7 +26,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import labkit  # noqa: E402
-from labkit.native import NativeCluster  # noqa: E402
+from labkit.backends.native import NativeCluster  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGETS = {"three-brokers": {"ready_s": 15.0, "rss_mb": 600.0}, "single-broker": {"rss_mb": 600.0}}
@@ -44,11 +44,11 @@ class RssSampler(threading.Thread):
     def run(self) -> None:
         while not self._halt.is_set():
             for node_id, node in list(self.cluster._nodes.items()):
-                proc = node.proc
-                if proc is None:
+                pid = node.process.pid if node.process is not None else None
+                if pid is None:
                     continue
                 try:
-                    rss = psutil.Process(proc.pid).memory_info().rss
+                    rss = psutil.Process(pid).memory_info().rss
                 except psutil.Error:
                     continue
                 self.peak[node_id] = max(self.peak.get(node_id, 0), rss)

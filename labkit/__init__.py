@@ -12,11 +12,14 @@ from __future__ import annotations
 import logging
 
 from .admin import PartitionState, TopicState
-from .cluster import BACKENDS, Broker, Cluster, ExternalCluster, connect, start_cluster
-from .distribution import Distribution, ensure_distribution, find_java
+from .backends import BACKENDS, ExternalCluster, connect, start_cluster
+from .cluster import Broker, Cluster
+from .distribution import Distribution, ensure_distribution
+from .jvm import find_java
 from .errors import (
     BackendError,
     BrokerStartError,
+    ProcessStartError,
     ClusterStateError,
     DistributionError,
     JavaError,
@@ -46,7 +49,7 @@ def broker_settings() -> list[str]:
 __all__ = [
     "BACKENDS", "BackendError", "Broker", "BrokerStartError", "Cluster", "ClusterStateError", "Distribution",
     "DistributionError", "ExternalCluster", "JavaError", "LabkitError", "OfflineError", "PartitionState",
-    "PortInUseError", "ProfileError", "SettingError", "ToolError", "TopicState", "UnsupportedOperation",
+    "PortInUseError", "ProcessStartError", "ProfileError", "SettingError", "ToolError", "TopicState", "UnsupportedOperation",
     "WaitTimeout", "__version__", "broker_settings", "connect", "ensure_distribution", "find_java",
     "list_profiles", "load_profile", "run_tool", "setup_check", "start_cluster",
 ]

@@ -3,7 +3,8 @@
 Started by labkit as a separate, tiny process (``python _watchdog.py``) in its
 own session, with a pipe from its parent on stdin. The parent sends lines:
 
-    watch PID MARKER   kill PID if the parent dies (MARKER must appear in its cmdline)
+    watch PID TICKS    kill PID if the parent dies (only if it still started at TICKS, from
+                       /proc/PID/stat: a pid reused by another process is left alone; '-': unknown)
     forget PID         the parent handled PID itself
     cleanup PATH       remove PATH if the parent dies
     release PATH       the parent handled PATH itself
@@ -21,11 +22,12 @@ import sys
 import time
 
 
-def _cmdline(pid: int) -> str:
+def _ticks(pid: int) -> str:
+    """When ``pid`` started, in clock ticks since boot ('' when it is gone or unknown)."""
     try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return fh.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().decode(errors="replace").rsplit(")", 1)[-1].split()[19]
+    except (OSError, IndexError):
         return ""
 
 
@@ -39,10 +41,14 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _kill(pid: int, marker: str) -> bool:
+def _ours(pid: int, ticks: str) -> bool:
+    """Still the process we were told about (a reaped pid may already belong to someone else)?"""
+    return ticks == "-" or not os.path.exists("/proc/self/stat") or _ticks(pid) == ticks
+
+
+def _kill(pid: int, ticks: str) -> bool:
     """SIGKILL ``pid``; returns whether it was ours to kill."""
-    # Guard against pid reuse: on Linux only kill a process that still carries our marker.
-    if os.path.exists("/proc/self/cmdline") and marker not in _cmdline(pid):
+    if not _ours(pid, ticks):
         return False
     for sig in (signal.SIGCONT, signal.SIGKILL):
         try:
@@ -50,11 +56,6 @@ def _kill(pid: int, marker: str) -> bool:
         except (ProcessLookupError, PermissionError):
             return False
     return True
-
-
-def marker_of(pid: int, watched: dict) -> bool:
-    """Still our process (a reaped pid may already belong to someone else)?"""
-    return not os.path.exists("/proc/self/cmdline") or watched[pid] in _cmdline(pid)
 
 
 def main() -> None:
@@ -75,9 +76,9 @@ def main() -> None:
         elif cmd == "exit":
             return
     # The parent is gone.
-    killed = [pid for pid, marker in watched.items() if _kill(pid, marker)]
+    killed = [pid for pid, ticks in watched.items() if _kill(pid, ticks)]
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_alive(p) and marker_of(p, watched) for p in killed):
+    while time.monotonic() < deadline and any(_alive(p) and _ours(p, watched[p]) for p in killed):
         time.sleep(0.05)
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)

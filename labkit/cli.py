@@ -10,9 +10,7 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -22,39 +20,6 @@ from typing import Optional, Sequence
 from .errors import LabkitError
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def _state_file() -> Path:
-    """Where `labkit cluster up` records the shared cluster (``$LABKIT_STATE_DIR`` or the user cache)."""
-    from .distribution import cache_dir
-
-    root = Path(os.environ["LABKIT_STATE_DIR"]) if os.environ.get("LABKIT_STATE_DIR") else cache_dir() / "run"
-    return root / "cluster.json"
-
-
-def _read_state() -> Optional[dict]:
-    path = _state_file()
-    if not path.exists():
-        return None
-    try:
-        state = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    try:
-        os.kill(int(state["pid"]), 0)
-    except (ProcessLookupError, KeyError, ValueError):
-        path.unlink(missing_ok=True)  # the server died without cleaning up
-        return None
-    return state
-
-
-def lab_bootstrap() -> Optional[str]:
-    """Bootstrap servers of the running shared lab cluster (``labkit cluster up``), if any."""
-    env = os.environ.get("LABKIT_BOOTSTRAP")
-    if env:
-        return env
-    state = _read_state()
-    return state["bootstrap_servers"] if state else None
 
 
 # ------------------------------------------------------------------ cluster
@@ -71,91 +36,46 @@ def _parse_sets(items: Sequence[str]) -> dict[str, str]:
 
 
 def cmd_cluster_up(args: argparse.Namespace) -> int:
-    state = _read_state()
+    from . import daemon
+
+    state = daemon.read_state()
     if state:
         print(f"A lab cluster is already running ({state['profile']}): {state['bootstrap_servers']}")
         return 0
     overrides = _parse_sets(args.set)
     if args.foreground:
-        return _serve(args.profile, overrides, announce=True)
-    cmd = [sys.executable, "-m", "labkit.cli", "cluster", "_serve", "--profile", args.profile]
-    for item in args.set:
-        cmd += ["--set", item]
-    log_path = _state_file().with_name("cluster.log")
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        return daemon.serve(args.profile, overrides, announce=print)
     from tqdm import tqdm
 
     with tqdm(desc=f"Starting a shared {args.profile} cluster", bar_format="{desc} [{elapsed}]") as bar:
-        while True:
-            state = _read_state()
-            if state:
-                break
-            if proc.poll() is not None:
-                bar.close()
-                print(log_path.read_text()[-2000:], file=sys.stderr)
-                raise LabkitError("The lab cluster did not start.", f"See {log_path}.")
-            time.sleep(0.2)
-            bar.refresh()
+        state = daemon.start_background(args.profile, args.set, progress=bar.refresh)
     print(f"Lab cluster up ({args.profile}): {state['bootstrap_servers']}")
     print(f"Notebooks attach to it with:  export LABKIT_BOOTSTRAP={state['bootstrap_servers']}")
     print("Stop it with:  labkit cluster down")
     return 0
 
 
-def _serve(profile: str, overrides: dict, announce: bool = False) -> int:
-    from .native import NativeCluster
-
-    cluster = NativeCluster(profile, overrides=overrides, progress=announce).start()
-    state = {"pid": os.getpid(), "profile": profile, "bootstrap_servers": cluster.bootstrap_servers,
-             "brokers": [{"id": b.id, "port": b.port, "pid": b.pid} for b in cluster.brokers],
-             "data_dir": str(cluster.data_dir), "started": time.time()}
-    path = _state_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2))
-    tmp.replace(path)
-    if announce:
-        print(f"Lab cluster up ({profile}): {cluster.bootstrap_servers}  (Ctrl-C stops it)")
-    stopping = []
-    signal.signal(signal.SIGTERM, lambda *a: stopping.append(1))
-    try:
-        while not stopping:
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        cluster.stop()
-        path.unlink(missing_ok=True)
-    return 0
-
-
 def cmd_cluster_serve(args: argparse.Namespace) -> int:
-    return _serve(args.profile, _parse_sets(args.set))
+    from . import daemon
+
+    return daemon.serve(args.profile, _parse_sets(args.set))
 
 
 def cmd_cluster_down(args: argparse.Namespace) -> int:
-    state = _read_state()
-    if not state:
-        print("No lab cluster is running.")
-        return 0
-    os.kill(int(state["pid"]), signal.SIGTERM)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and _read_state():
-        time.sleep(0.2)
-    print("Lab cluster stopped.")
+    from . import daemon
+
+    print("Lab cluster stopped." if daemon.stop_background() else "No lab cluster is running.")
     return 0
 
 
 def cmd_cluster_status(args: argparse.Namespace) -> int:
-    state = _read_state()
+    from . import daemon
+    from .backends import connect
+
+    state = daemon.read_state()
     if not state:
         print("No lab cluster is running. Start one with: labkit cluster up")
         return 1
-    from .cluster import connect
-
     cluster = connect(state["bootstrap_servers"])
     live = cluster.live_broker_ids()
     print(f"Lab cluster ({state['profile']}), up {time.time() - state['started']:.0f}s, "
@@ -172,6 +92,7 @@ def cmd_cluster_status(args: argparse.Namespace) -> int:
 
 
 def cmd_kafka(args: argparse.Namespace) -> int:
+    from .daemon import lab_bootstrap
     from .tools import tool_command, tool_names
 
     if not args.tool or args.tool in ("-h", "--help"):

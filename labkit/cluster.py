@@ -1,10 +1,9 @@
-"""Clusters: the object a notebook holds, and the registry of backends.
+"""The cluster a notebook holds: :class:`Cluster` and its :class:`Broker` entries.
 
-``start_cluster()`` returns a :class:`Cluster` whatever runs it: Kafka JVMs on
-this machine (``native``, the default), containers (``docker``), or a cluster
-that already exists (``external``, also what ``connect()`` and the
-``LABKIT_BOOTSTRAP`` variable give). They share the read API; fault injection
-needs a backend that owns the brokers.
+``labkit.start_cluster()`` (see :mod:`labkit.backends`) returns a ``Cluster``
+whatever runs it: Kafka JVMs on this machine, containers, or a cluster that
+already exists. They share the read API written here; fault injection needs a
+backend that owns the brokers (:mod:`labkit.backends.owned`).
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 import html
 import logging
 import os
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
@@ -20,12 +18,13 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from . import admin as _admin
-from .errors import BackendError, ClusterStateError, UnsupportedOperation
-from .profiles import DEFAULT_PROFILE
+from .errors import ClusterStateError, UnsupportedOperation, WaitTimeout
+from .records import Record, read_all
+from .tools import ToolResult, run_tool
+from .waiting import Wait
 
 if TYPE_CHECKING:
-    from .records import Record
-    from .tools import ToolResult
+    from .widgets import ClusterView
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +69,8 @@ class Cluster:
 
     backend = "abstract"
     profile: str = ""
+    #: Whether labkit started these brokers and may break them (kill, pause, restart).
+    owns_brokers: bool = False
 
     def __init__(self) -> None:
         self._admin: Optional[AdminClient] = None
@@ -80,34 +81,6 @@ class Cluster:
         """Run ``hook()`` when :meth:`stop` begins, before any broker goes (a Spark session, a live view)."""
         if hook not in self._stop_hooks:
             self._stop_hooks.append(hook)
-
-    def _wait_registered(self, nodes: list[Any], step: Callable[[str], None], timeout: float, interval: float,
-                         hint: str) -> None:
-        """Wait until every node's broker is in the cluster metadata, calling ``step`` as each one appears.
-
-        Backends that start brokers supply ``_check_alive(nodes)`` (raise at once when a node died)
-        and ``_evidence(nodes)`` (log tails for the timeout error).
-        """
-        from .waiting import Wait
-
-        expected = {node.broker.id for node in nodes}
-        seen: set[int] = set()
-
-        def registered() -> bool:
-            ids = self.live_broker_ids()
-            for new in sorted((ids & expected) - seen):
-                seen.add(new)
-                step(f"broker {new} registered")
-            return ids >= expected
-
-        Wait(f"all {len(expected)} brokers to register", timeout=timeout, interval=interval, hint=hint,
-             check=lambda: self._check_alive(nodes), evidence=lambda: self._evidence(nodes)).until(registered)
-
-    def _check_alive(self, nodes: list[Any]) -> None:
-        """Raise when one of ``nodes`` has died (backends that own brokers override it)."""
-
-    def _evidence(self, nodes: list[Any]) -> str:
-        return ""
 
     def _run_stop_hooks(self) -> None:
         hooks, self._stop_hooks = self._stop_hooks, []
@@ -163,8 +136,6 @@ class Cluster:
         """Create a topic (waits until it exists); returns its full name."""
         full = self.topic_name(name)
         _admin.create_topic(self.admin(), full, partitions, replication_factor, config, exist_ok=exist_ok)
-        from .waiting import Wait
-
         Wait(f"topic {full!r} to have leaders", timeout=30).until(
             lambda: all(p.leader is not None for p in self.describe_topic(full).partitions))
         return full
@@ -181,13 +152,19 @@ class Cluster:
         A paused broker keeps its connections open but never answers; when the
         shared client's request times out, ask again through the brokers that run.
         """
+        def describe() -> _admin.TopicState:
+            return _admin.describe_topic(self.admin(), self.topic_name(name), timeout=min(timeout, 4.0))
+
         try:
             try:
-                return _admin.describe_topic(self.admin(), self.topic_name(name), timeout=min(timeout, 4.0))
+                return describe()
             except ClusterStateError:
-                # A topic created a moment ago may not be in every broker's metadata yet.
-                time.sleep(1.0)
-                return _admin.describe_topic(self.admin(), self.topic_name(name), timeout=min(timeout, 4.0))
+                # A topic created a moment ago may not be in every broker's metadata yet: ask again for a second.
+                try:
+                    return Wait(f"topic {self.topic_name(name)!r} in the metadata", timeout=1.5,
+                                interval=0.25).until(describe)
+                except WaitTimeout:
+                    return describe()  # still missing: its own error says so
         except KafkaException as exc:
             running = [b.address for b in self.brokers if b.state in ("running", "external")]
             if exc.args[0].code() != KafkaError._TIMED_OUT or not running:
@@ -196,16 +173,12 @@ class Cluster:
             return _admin.describe_topic(admin, self.topic_name(name), timeout=timeout)
 
     def read_all(self, topic: str, timeout: float = 30.0, isolation_level: str = "read_uncommitted",
-                 ) -> "list[Record]":
+                 ) -> list[Record]:
         """Every record ``topic`` stores, with the partition and offset the broker gave it."""
-        from .records import read_all
-
         return read_all(self, topic, timeout=timeout, isolation_level=isolation_level)
 
     def wait_for_isr(self, topic: str, timeout: float = 60.0) -> _admin.TopicState:
         """Wait until every partition of ``topic`` has all its replicas in sync; returns the state."""
-        from .waiting import Wait
-
         def in_sync() -> Optional[_admin.TopicState]:
             state = self.describe_topic(topic)
             return state if all(set(p.isr) == set(p.replicas) for p in state.partitions) else None
@@ -215,8 +188,6 @@ class Cluster:
     def wait_for_new_leader(self, topic: str, partition: int, old_leader: Optional[int],
                             timeout: float = 60.0) -> _admin.TopicState:
         """Wait until ``partition`` of ``topic`` is led by a broker other than ``old_leader``; returns the state."""
-        from .waiting import Wait
-
         def moved() -> Optional[_admin.TopicState]:
             state = self.describe_topic(topic)
             return state if state[partition].leader not in (None, old_leader) else None
@@ -224,9 +195,9 @@ class Cluster:
         return Wait(f"partition {partition} of {topic!r} to get a new leader", timeout=timeout,
                     interval=0.2).until(moved)
 
-    def view(self, topics: Optional[list[str]] = None, **options: Any) -> Any:
+    def view(self, topics: Optional[list[str]] = None, **options: Any) -> "ClusterView":
         """A live dashboard of this cluster for notebooks (:class:`labkit.widgets.ClusterView`)."""
-        from .widgets import ClusterView
+        from .widgets import ClusterView  # the dashboard pulls in ipywidgets: only when a view is asked for
 
         return ClusterView(self, topics=topics, **options)
 
@@ -234,28 +205,9 @@ class Cluster:
         """Ids of the brokers the cluster's own metadata lists right now."""
         return _admin.broker_ids(self.admin())
 
-    def _rejoined(self, broker: Broker) -> bool:
-        """The broker is listed in the metadata *and* answers a metadata request on its own address.
-
-        Right after a kill the dead broker stays listed until its session times out, so being
-        listed alone would say a restarted broker is back seconds before its new process serves.
-        """
-        return broker.id in self.live_broker_ids() and self._answers(broker)
-
-    def _answers(self, broker: Broker) -> bool:
-        """A metadata request sent to ``broker``'s own address gets an answer within a second."""
-        client = _admin.make_admin(broker.address, **{"socket.connection.setup.timeout.ms": 1000})
-        try:
-            client.list_topics(timeout=1.0)
-        except KafkaException:
-            return False
-        return True
-
     def tool(self, tool: str, *args: str, check: bool = True, timeout: float = 120.0,
-             input: Optional[str] = None) -> "ToolResult":
+             input: Optional[str] = None) -> ToolResult:
         """Run one of Kafka's command-line tools against this cluster, e.g. ``tool("kafka-topics", "--list")``."""
-        from .tools import run_tool
-
         return run_tool(tool, *args, cluster=self, check=check, timeout=timeout, input=input)
 
     # ---- fault injection (backends that own their brokers override these)
@@ -308,96 +260,3 @@ class Cluster:
         return (f"<div><b>Kafka Lab cluster</b> — {html.escape(self._summary())}<br>"
                 f"bootstrap servers: <code>{html.escape(self.bootstrap_servers)}</code>"
                 f"<table><tr><th>id</th><th>roles</th><th>address</th><th>pid</th><th>state</th></tr>{rows}</table></div>")
-
-
-class ExternalCluster(Cluster):
-    """An existing cluster labkit only talks to (a classroom cluster, ``labkit cluster up``)."""
-
-    backend = "external"
-
-    def __init__(self, bootstrap_servers: str, **client_config: Any) -> None:
-        super().__init__()
-        self._bootstrap = bootstrap_servers
-        self._extra = client_config
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return self._bootstrap
-
-    def client_config(self, **config: Any) -> dict[str, Any]:
-        return super().client_config(**{**self._extra, **config})
-
-    def admin(self) -> AdminClient:
-        if self._admin is None:
-            self._admin = _admin.make_admin(self.bootstrap_servers, **self.client_config())
-        return self._admin
-
-    @property
-    def brokers(self) -> list[Broker]:
-        md = self.admin().list_topics(timeout=10)
-        return [Broker(b.id, b.host, b.port, state="external") for b in sorted(md.brokers.values(), key=lambda b: b.id)]
-
-    def stop(self) -> None:
-        """Forget the connection; the cluster itself keeps running (labkit does not own it)."""
-        self._run_stop_hooks()
-        self._close_admin()
-
-    def _summary(self) -> str:
-        return "external (not owned by this notebook)"
-
-
-def connect(bootstrap_servers: str, **client_config: Any) -> ExternalCluster:
-    """Wrap an existing cluster with labkit's read API (fault injection raises)."""
-    cluster = ExternalCluster(bootstrap_servers, **client_config)
-    from .waiting import Wait
-
-    Wait(f"a metadata round-trip with {bootstrap_servers}", timeout=15,
-         hint="Check the address and that the cluster is running.").until(cluster.live_broker_ids)
-    return cluster
-
-
-def _native(profile: str, **kw: Any) -> Cluster:
-    from .native import NativeCluster
-
-    return NativeCluster(profile, **kw).start()
-
-
-def _docker(profile: str, **kw: Any) -> Cluster:
-    from .docker import DockerCluster
-
-    return DockerCluster(profile, **kw).start()
-
-
-def _external(profile: str, **kw: Any) -> Cluster:
-    bootstrap = kw.pop("bootstrap_servers", None) or os.environ.get("LABKIT_BOOTSTRAP")
-    if not bootstrap:
-        raise BackendError("backend='external' needs bootstrap_servers=... (or LABKIT_BOOTSTRAP).",
-                           "Pass the address of the cluster to attach to.")
-    return connect(bootstrap)
-
-
-#: Backend name -> factory(profile, **options) -> started Cluster.
-BACKENDS: dict[str, Callable[..., Cluster]] = {"native": _native, "docker": _docker, "external": _external}
-
-
-def start_cluster(profile: str = DEFAULT_PROFILE, backend: Optional[str] = None,
-                  overrides: Optional[Mapping[str, Any]] = None, *, progress: bool = True,
-                  start_timeout: float = 120.0, **broker_settings: Any) -> Cluster:
-    """Start a private Kafka cluster for this notebook and wait until it is ready.
-
-    ``profile`` names a file in ``environments/profiles/`` (``single-broker``,
-    ``three-brokers``, ``five-brokers``); broker settings go in as keyword
-    arguments with underscores for dots (``log_retention_ms=60000``) or as an
-    ``overrides`` dict. With ``LABKIT_BOOTSTRAP`` set (a shared classroom or
-    ``labkit cluster up`` cluster) the notebook attaches to that cluster instead.
-    ``progress`` shows a progress bar while starting; ``start_timeout`` bounds the wait.
-    """
-    if backend is None:
-        backend = "external" if os.environ.get("LABKIT_BOOTSTRAP") else os.environ.get("LABKIT_BACKEND", "native")
-    if backend not in BACKENDS:
-        raise BackendError(f"Unknown backend {backend!r}.", f"Valid backends: {', '.join(BACKENDS)}.")
-    settings = dict(overrides or {})
-    settings.update(broker_settings)
-    if backend == "external":
-        return _external(profile)
-    return BACKENDS[backend](profile, overrides=settings, progress=progress, start_timeout=start_timeout)

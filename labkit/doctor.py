@@ -21,7 +21,7 @@ class Check:
 
 
 def _java() -> Check:
-    from .distribution import find_java
+    from .jvm import find_java
 
     try:
         java = find_java()
@@ -31,7 +31,8 @@ def _java() -> Check:
 
 
 def _jars() -> Check:
-    from .distribution import cache_dir, cached_distribution
+    from .distribution import cached_distribution
+    from .maven import cache_dir
     from .environment import kafka_spec
 
     try:
@@ -65,7 +66,7 @@ def _docker() -> Check:
 
 
 def _disk() -> Check:
-    from .native import data_root
+    from .backends.owned import data_root
 
     free = shutil.disk_usage(data_root()).free / 1e9
     ok = free >= 1.0
@@ -75,7 +76,7 @@ def _disk() -> Check:
 
 def _pyspark(fetch: bool = False) -> Check:
     """PySpark and its Kafka connector; ``fetch`` resolves a missing connector (once, from Maven Central)."""
-    from .distribution import ivy_jar
+    from .maven import ivy_jar
 
     if ivy_jar() is None:
         return Check("PySpark", False, "pyspark is not installed", "Run `make setup`.")

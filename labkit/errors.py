@@ -57,7 +57,25 @@ class BackendError(LabkitError):
     """Raised for an unknown backend, or one whose requirements are missing."""
 
 
-class BrokerStartError(LabkitError):
+class ProcessStartError(LabkitError):
+    """Raised when a process the lab started (a broker, a registry, a Connect worker) exited or did not
+    come up; carries its name, the log it wrote and that log's last lines."""
+
+    def __init__(self, message: str, hint: str = "", name: str = "", log_path: Path | None = None,
+                 log_tail: str = "") -> None:
+        self.name = name
+        self.log_path = log_path
+        self.log_tail = log_tail
+        super().__init__(message, hint)
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.log_tail:
+            text += "\n--- last lines of " + str(self.log_path) + " ---\n" + self.log_tail
+        return text
+
+
+class BrokerStartError(ProcessStartError):
     """Raised when a broker did not come up; carries its id, log path and log tail."""
 
     def __init__(
@@ -69,15 +87,8 @@ class BrokerStartError(LabkitError):
         log_tail: str = "",
     ) -> None:
         self.broker_id = broker_id
-        self.log_path = log_path
-        self.log_tail = log_tail
-        super().__init__(message, hint)
-
-    def __str__(self) -> str:
-        text = super().__str__()
-        if self.log_tail:
-            text += "\n--- last lines of " + str(self.log_path) + " ---\n" + self.log_tail
-        return text
+        super().__init__(message, hint, name=f"broker {broker_id}" if broker_id is not None else "",
+                         log_path=log_path, log_tail=log_tail)
 
 
 class PortInUseError(BrokerStartError):

@@ -6,7 +6,7 @@
     groupviz.rebalance_timeline(group.events())            # who held what, when (labkit.workloads members)
     groupviz.rebalance_table(group.events(), since, until) # who stopped, and for how long
 
-The figures are built from plain data (a :class:`~labkit.widgets.GroupView`, a list of
+The figures are built from plain data (a :class:`~labkit.groupread.GroupView`, a list of
 :class:`~labkit.workloads.MemberEvent`), so they can be tested without a broker and
 drawn from a snapshot taken before a change next to one taken after it.
 """
@@ -20,7 +20,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .errors import LabkitError
-from .widgets import GroupView, read_groups
+from .groupread import GroupView
+from .snapshot import read_groups
 from .workloads import MemberEvent
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ Assignment = Mapping[str, Iterable[tuple[str, int]]]
 def read_group(cluster: "Cluster", group_id: str, timeout: float = 5.0) -> GroupView:
     """The group as the broker reports it: members, their partitions, committed and log-end offsets.
 
-    Read by the live view's group reader (a child process, see :mod:`labkit.widgets`).
+    Read through the cluster's group reader (a child process kept for the cluster, see :mod:`labkit.groupread`).
     """
     found = read_groups(cluster, [group_id], timeout=timeout)
     view = found[0] if found else None

@@ -20,7 +20,7 @@ from .errors import WaitTimeout
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .cluster import Cluster
+    from .protocols import ClusterLike
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Record:
         return None if self.value is None else self.value.decode(errors="replace")
 
 
-def read_all(cluster: "Cluster", topic: str, timeout: float = 30.0, isolation_level: str = "read_uncommitted",
+def read_all(cluster: "ClusterLike", topic: str, timeout: float = 30.0, isolation_level: str = "read_uncommitted",
              ) -> list[Record]:
     """Every record ``topic`` holds now, ordered by (partition, offset).
 

@@ -6,9 +6,8 @@
 
 The Kafka connector (``org.apache.spark:spark-sql-kafka-0-10_2.13`` at the
 installed pyspark version) is resolved once from Maven Central into the lab's
-user cache with the Apache Ivy jar that ships inside pyspark -- the same way
-:mod:`labkit.distribution` fetches Kafka -- and only the jars pyspark does not
-already ship are kept (the connector, its token provider, ``kafka-clients`` and
+user cache by :mod:`labkit.maven` -- the same way Kafka's jars are -- and only
+the jars pyspark does not already ship are kept (the connector, its token provider, ``kafka-clients`` and
 ``commons-pool2``). They are passed as ``spark.jars``, so starting a session
 resolves nothing and works offline; ``spark.jars.packages`` would run an Ivy
 resolution (and a network check) at every session start and put second copies
@@ -36,14 +35,14 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
-from .distribution import _file_lock, cache_dir, find_java, head_pom, ivy_command, ivy_jar, run_resolver
-from .errors import DistributionError, JavaError, LabkitError, OfflineError
+from .jvm import find_java
+from .errors import JavaError, LabkitError
+from .maven import ArtifactSet, cache_dir, cached, resolve
 from .progress import Progress
 from .setup import step
 
@@ -98,101 +97,45 @@ def connector_coordinates(version: Optional[str] = None) -> str:
     return f"{CONNECTOR_GROUP}:{CONNECTOR_ARTIFACT}:{version or pyspark_version()}"
 
 
-def _repository() -> str:
-    from .environment import kafka_spec
-
-    return os.environ.get("LABKIT_MAVEN_REPOSITORY") or kafka_spec().repository
+def connector_artifacts(version: Optional[str] = None) -> ArtifactSet:
+    """The connector at ``version`` (default: the installed pyspark's), without the jars pyspark ships."""
+    version = version or pyspark_version()
+    shipped = _pyspark_jar_names()
+    return ArtifactSet(
+        f"Spark Kafka connector {version}", f"spark-kafka-{version}",
+        ((CONNECTOR_GROUP, CONNECTOR_ARTIFACT, version),), subdir="jars",
+        # Skip what pyspark already ships (Hadoop's client alone is 30 MB): only the rest is downloaded.
+        excludes=frozenset(shipped), required=CONNECTOR_ARTIFACT,
+        hint_404=f"The installed pyspark {version} may be newer than the newest published connector: install the "
+                 "pyspark release the lab pins (`make setup`), or `pip install 'pyspark==<newest connector version>'`.",
+        hint_offline="Connect to the internet and run `make setup` once; after that Spark works offline.",
+        keep=lambda jars: keep_missing_jars(jars, shipped))
 
 
 def connector_dir(version: Optional[str] = None) -> Path:
     """Where the connector jars for ``version`` live: ``<cache>/spark-kafka-<version>/jars``."""
-    return cache_dir() / f"spark-kafka-{version or pyspark_version()}" / "jars"
+    return connector_artifacts(version).folder
 
 
 def cached_connector(version: Optional[str] = None) -> Optional[list[Path]]:
     """The connector jars if they are already in the cache, else None."""
-    jars_dir = connector_dir(version)
-    if not (jars_dir / ".complete").exists():
-        return None
-    return sorted(jars_dir.glob("*.jar"))
+    return cached(connector_artifacts(version)) or None
 
 
 def ensure_connector(version: Optional[str] = None, progress: bool = True,
                      repository: Optional[str] = None) -> list[Path]:
     """The connector jars, resolved from Maven Central into the user cache first if needed."""
-    version = version or pyspark_version()
-    found = cached_connector(version)
+    artifacts = connector_artifacts(version)
+    found = cached(artifacts)
     if found:
         return found
-    java = find_java()
-    ivy = ivy_jar()
-    if ivy is None:
-        raise LabkitError("PySpark is not installed, so there is no Apache Ivy to fetch the Spark Kafka connector.",
-                          "Run `make setup` (it installs pyspark).")
-    repository = repository or _repository()
-    check_connector_available(version, repository)  # before creating anything in the cache
-    root = connector_dir(version).parent
-    root.mkdir(parents=True, exist_ok=True)
-    with _file_lock(root / ".lock"):
-        found = cached_connector(version)  # another process may have finished meanwhile
-        if found:
-            return found
-        bar = Progress(progress, f"Spark Kafka connector {version}", total=None)
-        try:
-            _resolve_connector(java.executable, ivy, version, repository, root, bar)
-        finally:
-            bar.close()
-    return cached_connector(version) or []
-
-
-def check_connector_available(version: str, repository: Optional[str] = None, timeout: float = 15.0) -> None:
-    """Raise a one-line error if the connector's POM cannot be fetched (offline, or no such version)."""
-    repository = (repository or _repository()).rstrip("/")
-    coords = connector_coordinates(version)
+    find_java()
+    bar = Progress(progress, artifacts.name, total=None)
     try:
-        head_pom(repository, CONNECTOR_GROUP, CONNECTOR_ARTIFACT, version, timeout=timeout)
-        return
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:
-            raise DistributionError(
-                f"The Spark Kafka connector {coords} is not on {repository} (404): the installed pyspark "
-                f"{version} is newer than the newest published connector.",
-                "Install the pyspark release the lab pins (`make setup`), or "
-                "`pip install 'pyspark==<newest connector version>'`.") from exc
-        raise OfflineError(f"Cannot fetch the Spark Kafka connector {coords} from {repository} (HTTP {exc.code}).",
-                           "Check your network and run `make setup` again.") from exc
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise OfflineError(
-            f"The Spark Kafka connector {coords} is not in the cache ({cache_dir()}) and {repository} cannot be "
-            f"reached ({reason}).",
-            "Connect to the internet and run `make setup` once; after that Spark works offline.") from exc
-
-
-def _resolve_connector(java: Path, ivy: Path, version: str, repository: str, root: Path, bar: Progress) -> None:
-    with tempfile.TemporaryDirectory(prefix="labkit-resolve-", dir=root) as tmp:
-        work = Path(tmp)
-        target = work / "jars"
-        target.mkdir()
-        # Skip what pyspark already ships (Hadoop's client alone is 30 MB): only the rest is downloaded.
-        shipped = _pyspark_jar_names()
-        cmd = ivy_command(java, ivy, [(CONNECTOR_GROUP, CONNECTOR_ARTIFACT, version)], repository, work, target,
-                          module="spark-kafka", excludes=shipped)
-        run_resolver(cmd, work, lambda phase, n, total, size, name: bar.step(name) if phase == "resolving" else None,
-                     what="the Spark Kafka connector")
-        kept = keep_missing_jars(sorted(target.glob("*.jar")), shipped)
-        if not any(j.name.startswith(CONNECTOR_ARTIFACT) for j in kept):
-            raise DistributionError(f"Resolution finished but no {CONNECTOR_ARTIFACT} jar arrived in {target}.",
-                                    f"Delete {root} and run `make setup` again.")
-        for jar in sorted(target.glob("*.jar")):
-            if jar not in kept:
-                jar.unlink()
-        (target / ".complete").write_text(f"{connector_coordinates(version)}\n" +
-                                          "".join(f"{j.name}\n" for j in kept))
-        final = root / "jars"
-        if final.exists():
-            shutil.rmtree(final)
-        target.rename(final)
+        return resolve(artifacts, lambda phase, n, total, size, name: bar.step(name) if phase == "resolving" else None,
+                       repo=repository)
+    finally:
+        bar.close()
 
 
 _VERSIONED_JAR = re.compile(r"^(?P<name>.+?)-(?P<version>\d+(?:\.\d+)*(?:[-.][A-Za-z0-9.]+)?)\.jar$")

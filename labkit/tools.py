@@ -13,12 +13,13 @@ import subprocess
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Sequence
 
-from .distribution import ensure_distribution, find_java
+from .distribution import ensure_distribution
+from .jvm import find_java
 from .environment import kafka_spec
 from .errors import ToolError
 
 if TYPE_CHECKING:
-    from .cluster import Cluster
+    from .protocols import ClusterLike
 
 #: Tool name (as in Kafka's bin/ directory, without .sh) -> (main class, takes --bootstrap-server).
 TOOLS: dict[str, tuple[str, bool]] = {
@@ -102,7 +103,7 @@ def tool_command(tool: str, args: Sequence[str], bootstrap_servers: Optional[str
             f"-Dlog4j2.configurationFile={spec.tools_log4j_config}", "-cp", dist.classpath, main_class, *args]
 
 
-def run_tool(tool: str, *args: str, cluster: Optional["Cluster"] = None, bootstrap_servers: Optional[str] = None,
+def run_tool(tool: str, *args: str, cluster: Optional["ClusterLike"] = None, bootstrap_servers: Optional[str] = None,
              check: bool = True, timeout: float = 120.0, input: Optional[str] = None) -> ToolResult:
     """Run a Kafka command-line tool and return its output.
 

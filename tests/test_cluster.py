@@ -190,12 +190,12 @@ def test_two_clusters_at_once_do_not_collide(unique):
 
 
 def test_bad_broker_setting_value_raises_with_log_and_leaves_nothing(jvm_pids):
-    before = set(os.listdir(labkit.native.data_root()))
+    before = set(os.listdir(labkit.backends.owned.data_root()))
     with pytest.raises(BrokerStartError) as info:
         labkit.start_cluster("single-broker", progress=False, num_partitions="many")
     assert info.value.log_tail  # the evidence is attached
     assert "num.partitions" in str(info.value)
-    leftovers = set(os.listdir(labkit.native.data_root())) - before
+    leftovers = set(os.listdir(labkit.backends.owned.data_root())) - before
     assert not [d for d in leftovers if d.startswith("labkit-")]
     assert jvm_pids("labkit-") == [] or all("labkit-" not in d for d in leftovers)
 

@@ -6,16 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from labkit import distribution
-from labkit.distribution import _parse_java_version, cached_distribution, ensure_distribution, find_java
+from labkit import distribution, jvm, maven
+from labkit.distribution import cached_distribution, ensure_distribution
+from labkit.jvm import _parse_java_version, find_java
 from labkit.errors import DistributionError, JavaError, OfflineError
 
 
 @pytest.fixture(autouse=True)
 def _fresh_java_cache():
-    distribution._java_at.cache_clear()
+    jvm._java_at.cache_clear()
     yield
-    distribution._java_at.cache_clear()
+    jvm._java_at.cache_clear()
 
 
 @pytest.mark.parametrize("text,major", [
@@ -96,5 +97,5 @@ def test_cached_distribution_knows_broker_settings():
 
 
 def test_ivy_comes_from_the_pyspark_wheel():
-    jar = distribution.ivy_jar()
+    jar = maven.ivy_jar()
     assert jar is not None and jar.name.startswith("ivy-") and "pyspark" in str(jar)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import labkit
-from labkit import docker as dk
+from labkit.backends import docker as dk
 from labkit.distribution import cached_distribution
 from labkit.errors import BackendError, ClusterStateError, LabkitError, SettingError
 

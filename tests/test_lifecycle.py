@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from labkit.processes import start_ticks
 from labkit.waiting import Wait
 
 pytestmark = pytest.mark.integration
@@ -58,17 +59,23 @@ def test_normal_exit_without_stop_cleans_up(jvm_pids):
     assert not Path(data_dir).exists()
 
 
-def test_pid_reuse_guard_in_watchdog(tmp_path):
-    """The watchdog only kills processes whose command line still carries the cluster's marker."""
+@pytest.mark.parametrize("ours", [True, False])
+def test_pid_reuse_guard_in_watchdog(tmp_path, ours):
+    """The watchdog kills a watched process only while its pid still names the process it was told about
+    (same start time): a pid reused by another process after ours ended is left alone."""
     victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    ticks = start_ticks(victim.pid) if ours else str(int(start_ticks(victim.pid)) - 1)
     watchdog = subprocess.Popen([sys.executable, "-S", str(Path(__file__).parents[1] / "labkit" / "_watchdog.py")],
                                 stdin=subprocess.PIPE, text=True)
-    watchdog.stdin.write(f"watch {victim.pid} /no/such/marker\ncleanup {tmp_path / 'gone'}\n")
+    watchdog.stdin.write(f"watch {victim.pid} {ticks}\ncleanup {tmp_path / 'gone'}\n")
     (tmp_path / "gone").mkdir()
     watchdog.stdin.close()  # the "parent" dies
     watchdog.wait(timeout=15)
     try:
-        assert victim.poll() is None  # not ours: left alone
+        if ours:
+            assert victim.wait(10) == -9
+        else:
+            assert victim.poll() is None  # not ours: left alone
         assert not (tmp_path / "gone").exists()
     finally:
         victim.kill()

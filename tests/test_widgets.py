@@ -21,32 +21,23 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from labkit.admin import PartitionState, TopicState
-from labkit.cluster import Broker, Cluster, ExternalCluster
+from labkit.backends import ExternalCluster
+from labkit.cluster import Broker, Cluster
 from labkit.errors import ClusterStateError
-from labkit.viz import ROLES
-from labkit.widgets import (
+from labkit.groupread import GroupReader, GroupReaderCrashed, GroupView, MemberView, PartitionLag, parse_group
+from labkit.render import (
     ACTIONS,
-    BrokerView,
-    ClusterView,
-    GroupReaderCrashed,
-    GroupView,
-    MemberView,
-    PartitionLag,
-    Snapshot,
-    _GroupReader,
-    broker_status,
     button_states,
     groups_html,
-    next_interval,
-    parse_group,
     partition_map_html,
-    short_error,
     snapshot_html,
     snapshot_text,
     status_html,
-    supports_fault_injection,
     topic_title,
 )
+from labkit.snapshot import BrokerView, Snapshot, broker_status, owns_brokers, short_error
+from labkit.viz import ROLES
+from labkit.widgets import ClusterView, next_interval
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -87,12 +78,12 @@ def test_buttons_offer_only_what_makes_sense_for_the_state():
 
 
 def test_fault_injection_is_detected_from_the_backend_class():
-    from labkit.docker import DockerCluster
-    from labkit.native import NativeCluster
+    from labkit.backends.docker import DockerCluster
+    from labkit.backends.native import NativeCluster
 
-    assert supports_fault_injection(NativeCluster.__new__(NativeCluster))
-    assert supports_fault_injection(DockerCluster.__new__(DockerCluster))
-    assert not supports_fault_injection(ExternalCluster("127.0.0.1:1"))
+    assert owns_brokers(NativeCluster.__new__(NativeCluster))
+    assert owns_brokers(DockerCluster.__new__(DockerCluster))
+    assert not owns_brokers(ExternalCluster("127.0.0.1:1"))
 
 
 def test_refresh_slows_down_only_after_quiet_refreshes_and_never_below_the_idle_pace():
@@ -180,9 +171,11 @@ for line in sys.stdin:
 """
 
 
-def test_a_crashing_group_reader_is_reported_and_restarted(monkeypatch):
-    monkeypatch.setattr("labkit.widgets._GROUP_READER", _ECHO_READER)
-    reader = _GroupReader({"bootstrap.servers": "127.0.0.1:1", "error_cb": print})
+def test_a_crashing_group_reader_is_reported_and_restarted(monkeypatch, tmp_path):
+    script = tmp_path / "echo_reader.py"
+    script.write_text(_ECHO_READER)
+    monkeypatch.setattr("labkit.groupread.READER_SCRIPT", script)
+    reader = GroupReader({"bootstrap.servers": "127.0.0.1:1", "error_cb": print})
     try:
         assert reader.read(None, timeout=5)["listed"] == ["g1"]
         first = reader.pid
@@ -230,6 +223,7 @@ class FakeCluster(Cluster):
     """Enough of a native cluster for the view: brokers, metadata, one topic, fault injection."""
 
     backend = "native"
+    owns_brokers = True
 
     def __init__(self, hook: bool = False) -> None:
         super().__init__()
@@ -282,6 +276,7 @@ class FakeCluster(Cluster):
 class ReadOnlyCluster(FakeCluster):
     """A fake that, like an external cluster, has no fault injection."""
 
+    owns_brokers = False
     kill_broker = Cluster.kill_broker
     pause_broker = Cluster.pause_broker
     resume_broker = Cluster.resume_broker
@@ -306,7 +301,7 @@ def _group_readers():
     found = []
     for child in psutil.Process().children():
         try:
-            if child.status() != psutil.STATUS_ZOMBIE and "describe_consumer_groups" in " ".join(child.cmdline()):
+            if child.status() != psutil.STATUS_ZOMBIE and "_groupreader.py" in " ".join(child.cmdline()):
                 found.append(child)
         except psutil.NoSuchProcess:
             pass
@@ -365,7 +360,7 @@ def test_errors_go_to_the_status_line_and_the_thread_keeps_going():
 def test_quiet_view_polls_less_and_wakes_when_a_broker_changes(monkeypatch):
     fake = FakeCluster()
     made = []  # while a broker is paused the view asks the running brokers only, through a client of its own
-    monkeypatch.setattr("labkit.widgets._admin_module.make_admin", lambda servers: made.append(servers) or fake.admin())
+    monkeypatch.setattr("labkit.snapshot._admin.make_admin", lambda servers: made.append(servers) or fake.admin())
     view = ClusterView(fake, groups=False, refresh=0.05, max_rate=100, idle_refresh=30)
     try:
         assert _wait(lambda: view._next_in >= 1.0, timeout=10)

@@ -24,23 +24,18 @@ Without a Docker engine the backend fails within seconds with a one-line error.
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
-import threading
-import time
-import uuid
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
-from .cluster import Broker, Cluster
-from .environment import kafka_spec
-from .errors import BackendError, BrokerStartError, ClusterStateError, LabkitError, SettingError
-from .native import _StartProgress, free_ports, new_cluster_id
-from .progress import Progress
-from .profiles import DEFAULT_PROFILE, MANAGED_SETTINGS, load_profile, normalize_overrides, render_value, validate_settings
-from .waiting import Wait
+from ..cluster import Broker
+from ..environment import kafka_spec
+from ..errors import BackendError, BrokerStartError, LabkitError, SettingError
+from ..processes import free_ports
+from ..profiles import MANAGED_SETTINGS, render_value, validate_settings
+from ..progress import Progress
+from .owned import Node, OwnedCluster, kraft_properties
 
 if TYPE_CHECKING:
     import docker as docker_sdk
@@ -62,20 +57,6 @@ DATA_DIR = "/var/lib/kafka/data"
 ENGINE_TIMEOUT = 5.0
 _INSTALL_HINT = "Run: pip install 'kafka-lab[docker]' (or use the default native backend, which needs no Docker)."
 _PORT_TAKEN = ("port is already allocated", "address already in use")
-
-_ALL_CLUSTERS: "weakref.WeakSet[DockerCluster]" = weakref.WeakSet()
-
-
-def _stop_all_at_exit() -> None:
-    for cluster in list(_ALL_CLUSTERS):
-        try:
-            cluster.stop()
-        except Exception:  # noqa: BLE001 - best effort at interpreter exit
-            pass
-
-
-atexit.register(_stop_all_at_exit)
-
 
 # ---------------------------------------------------------------- pure configuration
 def env_name(prop: str) -> str:
@@ -99,11 +80,6 @@ def quorum_voters(controllers: int) -> str:
     return ",".join(f"{i}@{alias(i)}:{CONTROLLER_PORT}" for i in range(1, controllers + 1))
 
 
-def advertised_listeners(node_id: int, host_port: int) -> str:
-    """What a node tells clients: its alias on the Docker network, and the host's loopback port."""
-    return f"INTERNAL://{alias(node_id)}:{INTERNAL_PORT},EXTERNAL://127.0.0.1:{host_port}"
-
-
 def node_environment(node_id: int, n_nodes: int, host_port: int, settings: Mapping[str, Any], cluster_id: str,
                      *, controllers: Optional[int] = None, heap: Optional[str] = None,
                      jvm_options: Sequence[str] = ()) -> dict[str, str]:
@@ -119,20 +95,14 @@ def node_environment(node_id: int, n_nodes: int, host_port: int, settings: Mappi
     if not 1 <= node_id <= n_nodes or not 1 <= controllers <= n_nodes:
         raise ValueError(f"node {node_id} of {n_nodes} with {controllers} controllers")
     is_controller = node_id <= controllers
-    listeners = f"INTERNAL://0.0.0.0:{INTERNAL_PORT},EXTERNAL://0.0.0.0:{EXTERNAL_PORT}"
+    listeners = {"INTERNAL": f"0.0.0.0:{INTERNAL_PORT}", "EXTERNAL": f"0.0.0.0:{EXTERNAL_PORT}"}
     if is_controller:
-        listeners += f",CONTROLLER://0.0.0.0:{CONTROLLER_PORT}"
-    managed: dict[str, Any] = {
-        "node.id": node_id,
-        "process.roles": "broker,controller" if is_controller else "broker",
-        "controller.quorum.voters": quorum_voters(controllers),
-        "listeners": listeners,
-        "advertised.listeners": advertised_listeners(node_id, host_port),
-        "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": "INTERNAL",
-        "log.dirs": DATA_DIR,
-    }
+        listeners["CONTROLLER"] = f"0.0.0.0:{CONTROLLER_PORT}"
+    managed = kraft_properties(node_id, is_controller, quorum_voters(controllers), listeners,
+                               advertised={"INTERNAL": f"{alias(node_id)}:{INTERNAL_PORT}",
+                                           "EXTERNAL": f"127.0.0.1:{host_port}"},
+                               protocols={"INTERNAL": "PLAINTEXT", "EXTERNAL": "PLAINTEXT", "CONTROLLER": "PLAINTEXT"},
+                               inter_broker="INTERNAL", log_dirs=DATA_DIR)
     env = {env_name(k): render_value(v) for k, v in settings.items() if k not in MANAGED_SETTINGS}
     for key, value in settings.items():
         if "=" in render_value(value):
@@ -218,7 +188,7 @@ def engine_available(timeout: float = ENGINE_TIMEOUT) -> bool:
 
 def _known_setting_names() -> Optional[frozenset[str]]:
     """Kafka's broker setting names from the cached jars, or None when they are not here (no download)."""
-    from .distribution import cached_distribution
+    from ..distribution import cached_distribution
 
     try:
         dist = cached_distribution()
@@ -251,12 +221,12 @@ class ContainerStartError(BrokerStartError):
 
 # ---------------------------------------------------------------- the cluster
 @dataclass
-class _Node:
-    broker: Broker
-    name: str
-    container: "DockerContainer"
+class DockerNode(Node):
+    name: str = ""
+    container: Optional["DockerContainer"] = None
 
     def wrapped(self) -> Any:
+        assert self.container is not None
         return self.container.get_wrapped_container()
 
     def status(self) -> str:
@@ -281,54 +251,20 @@ class _Node:
             return f"(no log: {exc})"
 
 
-class DockerCluster(Cluster):
+class DockerCluster(OwnedCluster[DockerNode]):
     """A Kafka cluster of ``apache/kafka`` containers on a private Docker network, owned by this Python process."""
 
     backend = "docker"
+    default_start_timeout = 180.0
+    poll_interval = 0.5
+    start_hint = "The container logs may say why (below); try `docker ps -a`."
 
-    def __init__(self, profile: str = DEFAULT_PROFILE, overrides: Optional[Mapping[str, Any]] = None,
-                 start_timeout: float = 180.0, progress: bool = True, image: Optional[str] = None,
-                 name: Optional[str] = None) -> None:
-        super().__init__()
-        self.profile = profile
-        self._profile = load_profile(profile)
-        self._overrides = normalize_overrides(overrides or {})
-        self.start_timeout = start_timeout
-        self._progress = progress
+    def __init__(self, *args: Any, image: Optional[str] = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.image = image or default_image()
-        self.name = name or f"labkit-{uuid.uuid4().hex[:8]}"
-        self.cluster_id = new_cluster_id()
         self._network: Optional["Network"] = None
-        self._nodes: dict[int, _Node] = {}
-        self._lock = threading.RLock()
-        self._started = False
-        self._stopped = False
-        #: Seconds the last start() took until the cluster was ready.
-        self.start_seconds: Optional[float] = None
 
-    # ------------------------------------------------------------ public API
-    @property
-    def bootstrap_servers(self) -> str:
-        return ",".join(n.broker.address for n in self._nodes.values())
-
-    @property
-    def brokers(self) -> list[Broker]:
-        with self._lock:
-            for node in self._nodes.values():
-                if not self._stopped and node.broker.state in ("running", "paused") \
-                        and node.status() in ("exited", "dead", "gone"):
-                    node.broker.state = "killed"  # died on its own
-            return [n.broker for n in self._nodes.values()]
-
-    @property
-    def broker_ids(self) -> list[int]:
-        return list(self._nodes)
-
-    @property
-    def settings(self) -> dict[str, Any]:
-        """The broker settings every node gets (lab defaults, profile, overrides)."""
-        return {**self._profile.settings, **self._overrides}
-
+    # ------------------------------------------------------------ public API (docker only)
     def environment(self, node_id: int, host_port: int) -> dict[str, str]:
         """The container environment of node ``node_id`` when published on ``host_port``."""
         spec = kafka_spec()
@@ -339,109 +275,6 @@ class DockerCluster(Cluster):
         """The Docker container of a broker (for ``docker logs``, ``docker exec``)."""
         return self._node(broker_id).name
 
-    def start(self) -> "DockerCluster":
-        """Pull the image if needed, start every node and wait until the cluster answers. Returns ``self``."""
-        if self._started:
-            raise ClusterStateError("This cluster was already started.", "Create a new one with labkit.start_cluster().")
-        self._started = True
-        t0 = time.monotonic()
-        check_overrides(self._overrides)
-        engine = docker_engine()
-        _ALL_CLUSTERS.add(self)
-        try:
-            bar = _StartProgress(self._progress, self._profile.brokers)
-            self._ensure_image(engine)
-            bar.step("image ready")
-            self._create_network()
-            ports = free_ports(self._profile.brokers)
-            for node_id, port in zip(range(1, self._profile.brokers + 1), ports):
-                self._start_node(node_id, port)
-            self._wait_ready(bar)
-            bar.close()
-        except BaseException as exc:
-            self.stop()
-            if isinstance(exc, LabkitError) or not isinstance(exc, Exception):
-                raise
-            raise BackendError(f"Starting the docker cluster failed: {_engine_reason(exc)}.",
-                               "Check `docker info` and `docker ps -a`; the native backend needs no Docker.") from exc
-        self.start_seconds = time.monotonic() - t0
-        return self
-
-    def stop(self) -> None:
-        """Remove every container (with its data volume) and the network. Safe to call twice."""
-        with self._lock:
-            if self._stopped:
-                return
-            self._stopped = True
-            self._run_stop_hooks()
-            self._close_admin()
-            for node in self._nodes.values():
-                try:
-                    node.container.stop()  # testcontainers: force-remove, volumes included
-                except Exception as exc:  # noqa: BLE001 - already gone
-                    log.debug("removing container %s: %s", node.name, exc)
-                node.broker.state = "stopped"
-            if self._network is not None:
-                try:
-                    self._network.remove()
-                except Exception as exc:  # noqa: BLE001
-                    log.debug("removing network %s: %s", self.name, exc)
-            _ALL_CLUSTERS.discard(self)
-
-    @property
-    def stopped(self) -> bool:
-        return self._stopped
-
-    def kill_broker(self, broker_id: int) -> None:
-        """``docker kill`` (SIGKILL): no controlled shutdown, like pulling the plug."""
-        node = self._node(broker_id, need_running=True)
-        with self._lock:
-            box = node.wrapped()
-            if node.broker.state == "paused":
-                box.unpause()
-            box.kill()
-            box.wait(timeout=30)
-            node.broker.state = "killed"
-
-    def stop_broker(self, broker_id: int, timeout: float = 30.0) -> None:
-        """``docker stop`` (SIGTERM, SIGKILL after ``timeout``): a controlled shutdown moves leaderships first."""
-        node = self._node(broker_id, need_running=True)
-        with self._lock:
-            box = node.wrapped()
-            if node.broker.state == "paused":
-                box.unpause()
-            box.stop(timeout=int(timeout))
-            node.broker.state = "stopped"
-
-    def start_broker(self, broker_id: int, wait: bool = True, timeout: float = 60.0) -> None:
-        """Start a stopped or killed broker's container again (same id, port and data); wait until it registers."""
-        node = self._node(broker_id)
-        if node.broker.state in ("running", "paused") and node.status() in ("running", "paused"):
-            raise ClusterStateError(f"Broker {broker_id} is already running.",
-                                    "Kill or stop it first, or resume it if it is paused.")
-        with self._lock:
-            node.wrapped().start()
-            node.broker.state = "running"
-        if wait:
-            Wait(f"broker {broker_id} to rejoin the cluster", timeout=timeout, interval=0.25,
-                 check=lambda: self._check_alive([node]),
-                 evidence=lambda: self._evidence([node])).until(lambda: self._rejoined(node.broker))
-
-    def pause_broker(self, broker_id: int) -> None:
-        """``docker pause``: the broker keeps its sockets but stops answering, like a long GC pause."""
-        node = self._node(broker_id, need_running=True)
-        with self._lock:
-            node.wrapped().pause()
-            node.broker.state = "paused"
-
-    def resume_broker(self, broker_id: int) -> None:
-        """``docker unpause``: let a paused broker run again."""
-        node = self._node(broker_id, need_running=True)
-        with self._lock:
-            if node.broker.state == "paused":
-                node.wrapped().unpause()
-            node.broker.state = "running"
-
     def broker_log(self, broker_id: int, lines: int = 50) -> str:
         """The last ``lines`` lines of a broker's container log (``docker logs --tail``)."""
         return self._node(broker_id).logs(lines)
@@ -449,19 +282,81 @@ class DockerCluster(Cluster):
     def _summary(self) -> str:
         return f"{self.profile}, Kafka {kafka_spec().version}, docker ({self.image})"
 
-    # ------------------------------------------------------------ internals
-    def _node(self, broker_id: int, need_running: bool = False) -> _Node:
-        if self._stopped:
-            raise ClusterStateError("This cluster has been stopped.", "Start a new one with labkit.start_cluster().")
-        node = self._nodes.get(broker_id)
-        if node is None:
-            known = ", ".join(map(str, self._nodes)) or "none (the cluster is not started)"
-            raise ClusterStateError(f"There is no broker {broker_id} in this cluster.", f"Broker ids are {known}.")
-        if need_running and node.broker.state not in ("running", "paused"):
-            raise ClusterStateError(f"Broker {broker_id} is not running (it is {node.broker.state}).",
-                                    f"Start it first with cluster.start_broker({broker_id}).")
-        return node
+    # ------------------------------------------------------------ start and stop
+    def _start_nodes(self, bar: Progress) -> None:
+        check_overrides(self._overrides)
+        engine = docker_engine()
+        self._ensure_image(engine)
+        bar.step("image ready")
+        self._create_network()
+        ports = free_ports(self._profile.brokers)
+        for node_id, port in zip(range(1, self._profile.brokers + 1), ports):
+            self._start_node(node_id, port)
+        self._wait_ready(bar)
 
+    def _start_error(self, exc: BaseException) -> BaseException:
+        if isinstance(exc, LabkitError) or not isinstance(exc, Exception):
+            return exc
+        return BackendError(f"Starting the docker cluster failed: {_engine_reason(exc)}.",
+                            "Check `docker info` and `docker ps -a`; the native backend needs no Docker.")
+
+    def _teardown(self) -> None:
+        """Remove every container (with its data volume) and the network."""
+        for node in self._nodes.values():
+            try:
+                if node.container is not None:
+                    node.container.stop()  # testcontainers: force-remove, volumes included
+            except Exception as exc:  # noqa: BLE001 - already gone
+                log.debug("removing container %s: %s", node.name, exc)
+        if self._network is not None:
+            try:
+                self._network.remove()
+            except Exception as exc:  # noqa: BLE001
+                log.debug("removing network %s: %s", self.name, exc)
+
+    # ------------------------------------------------------------ one node
+    def _launch(self, node: DockerNode) -> None:
+        node.wrapped().start()
+
+    def _kill(self, node: DockerNode) -> None:
+        box = node.wrapped()
+        if node.broker.state == "paused":
+            box.unpause()
+        box.kill()
+        box.wait(timeout=30)
+
+    def _terminate(self, node: DockerNode, timeout: float) -> None:
+        box = node.wrapped()
+        if node.broker.state == "paused":
+            box.unpause()
+        box.stop(timeout=int(timeout))
+
+    def _pause(self, node: DockerNode) -> None:
+        node.wrapped().pause()
+
+    def _resume(self, node: DockerNode) -> None:
+        if node.broker.state == "paused":
+            node.wrapped().unpause()
+
+    def _is_running(self, node: DockerNode) -> bool:
+        return node.status() in ("running", "paused", "restarting")
+
+    def _check_alive(self, nodes: list[DockerNode]) -> None:
+        for node in nodes:
+            status = node.status()
+            if status in ("exited", "dead", "gone"):
+                node.broker.state = "killed"
+                raise ContainerStartError(
+                    f"Broker {node.broker.id} (container {node.name}) exited during start-up "
+                    f"(status {status}, exit code {node.exit_code()}).",
+                    "Its container log is below.", broker_id=node.broker.id, container=node.name,
+                    log_tail=node.logs(40))
+
+    def _evidence(self, nodes: list[DockerNode]) -> str:
+        return "\n".join(f"--- broker {n.broker.id} ({n.status()}), last lines of `docker logs {n.name}` ---\n"
+                         + n.logs(8) for n in nodes)
+
+    # ------------------------------------------------------------ Docker objects
     def _container_name(self, node_id: int) -> str:
         return f"{self.name}-{alias(node_id)}"
 
@@ -508,7 +403,7 @@ class DockerCluster(Cluster):
             container = self._make_container(node_id, host_port)
             broker = Broker(id=node_id, host="127.0.0.1", port=host_port, state="stopped",
                             controller_port=CONTROLLER_PORT if node_id <= self._profile.controllers else None)
-            node = _Node(broker, self._container_name(node_id), container)
+            node = DockerNode(broker, self.settings, name=self._container_name(node_id), container=container)
             self._nodes[node_id] = node  # registered first, so stop() removes it whatever happens next
             try:
                 container.start()
@@ -522,26 +417,13 @@ class DockerCluster(Cluster):
             broker.state = "running"
             return
 
-    def _wait_ready(self, bar: Progress) -> None:
-        self._wait_registered(list(self._nodes.values()), bar.step, timeout=self.start_timeout,
-                              interval=0.5, hint="The container logs may say why (below); try `docker ps -a`.")
 
-    def _check_alive(self, nodes: list[_Node]) -> None:
-        for node in nodes:
-            status = node.status()
-            if status in ("exited", "dead", "gone"):
-                node.broker.state = "killed"
-                raise ContainerStartError(
-                    f"Broker {node.broker.id} (container {node.name}) exited during start-up "
-                    f"(status {status}, exit code {node.exit_code()}).",
-                    "Its container log is below.", broker_id=node.broker.id, container=node.name,
-                    log_tail=node.logs(40))
+def start(profile: str, overrides: Mapping[str, Any], progress: bool, start_timeout: Optional[float],
+          image: Optional[str] = None) -> DockerCluster:
+    """The ``docker`` backend's factory (``image`` picks another apache/kafka image)."""
+    return DockerCluster(profile, overrides=overrides, progress=progress, start_timeout=start_timeout,
+                         image=image).start()
 
-    def _evidence(self, nodes: list[_Node]) -> str:
-        return "\n".join(f"--- broker {n.broker.id} ({n.status()}), last lines of `docker logs {n.name}` ---\n"
-                         + n.logs(8) for n in nodes)
-
-
-__all__ = ["DockerCluster", "ContainerStartError", "advertised_listeners", "alias", "check_overrides",
+__all__ = ["DockerCluster", "ContainerStartError", "alias", "check_overrides",
            "default_image", "docker_engine", "engine_available", "env_name", "node_environment", "quorum_voters",
            "require_docker_extra"]

@@ -1,0 +1,229 @@
+"""The default backend: Kafka's own JVMs, started on this machine from the cached jars.
+
+Every node is a combined KRaft broker+controller (or broker-only beyond the
+profile's controller count) bound to free loopback ports, with its own
+directory under one per-cluster directory. Each JVM is a
+:class:`~labkit.processes.ManagedProcess` of the cluster's
+:class:`~labkit.processes.Supervisor`, so none outlives the Python process that
+started it, even when that process is killed with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from ..distribution import Distribution, ensure_distribution
+from ..jvm import find_java
+from ..environment import kafka_spec
+from ..errors import BrokerStartError, PortInUseError, ProcessStartError
+from ..processes import ManagedProcess, Supervisor, free_ports, tail
+from ..profiles import render_value, validate_settings
+from ..progress import Progress
+from ..cluster import Broker
+from .owned import Node, OwnedCluster, data_root, kraft_properties
+
+log = logging.getLogger(__name__)
+
+_BIND_FAILURES = ("Address already in use", "BindException")
+
+
+@dataclass
+class NativeNode(Node):
+    dir: Path = Path()
+    process: Optional[ManagedProcess] = None
+
+    @property
+    def log_path(self) -> Path:
+        return self.dir / "logs" / "server.log"
+
+    @property
+    def stdout_path(self) -> Path:
+        return self.dir / "logs" / "stdout.log"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.dir / "data"
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.running
+
+
+class NativeCluster(OwnedCluster[NativeNode]):
+    """A Kafka cluster of JVMs on this machine, owned by this Python process."""
+
+    backend = "native"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.data_dir: Optional[Path] = None
+        self.distribution: Optional[Distribution] = None
+        self.supervisor: Optional[Supervisor] = None
+
+    # ------------------------------------------------------------ public API (native only)
+    def broker_log(self, broker_id: int, lines: int = 50) -> str:
+        """The last ``lines`` lines of a broker's ``server.log``."""
+        return tail(self._node(broker_id).log_path, lines)
+
+    def broker_dir(self, broker_id: int) -> Path:
+        """A node's directory: ``server.properties``, ``data/`` (log.dirs) and ``logs/``."""
+        return self._node(broker_id).dir
+
+    def log_dir(self, broker_id: int) -> Path:
+        """A node's ``log.dirs``: one sub-directory per partition it stores."""
+        return self._node(broker_id).data_dir
+
+    def _summary(self) -> str:
+        version = self.distribution.version if self.distribution else kafka_spec().version
+        return f"{self.profile}, Kafka {version}, native JVMs"
+
+    # ------------------------------------------------------------ start and stop
+    def _start_nodes(self, bar: Progress) -> None:
+        self.distribution = ensure_distribution(progress=self._progress)
+        validate_settings(self._overrides, self.distribution.broker_config_names())
+        root = data_root()
+        root.mkdir(parents=True, exist_ok=True)
+        self.data_dir = Path(tempfile.mkdtemp(prefix=f"{self.name}-", dir=root))
+        self.supervisor = Supervisor(self.data_dir)
+        self._make_nodes()
+        self._format_storage()
+        bar.step("storage formatted")
+        for attempt in range(3):
+            try:
+                for node in self._nodes.values():
+                    self._launch(node)
+                    node.broker.state = "running"
+                self._wait_ready(bar)
+                return
+            except PortInUseError:
+                if attempt == 2:
+                    raise
+                log.info("a port was taken while starting; retrying with new ports")
+                for node in self._nodes.values():
+                    self._kill(node)
+                self._assign_ports()
+
+    def _teardown(self) -> None:
+        if self.supervisor is not None:
+            self.supervisor.stop_all()
+
+    # ------------------------------------------------------------ one node
+    def _launch(self, node: NativeNode) -> None:
+        if node.process is None:
+            spec = kafka_spec()
+            assert self.supervisor is not None
+            cmd = self._java_command("kafka.Kafka", str(node.dir / "server.properties"), heap=spec.heap,
+                                     options=spec.jvm_options, log4j=spec.log4j_config, logs_dir=node.dir / "logs")
+            node.process = self.supervisor.process(f"broker {node.broker.id}", cmd, node.stdout_path, cwd=node.dir,
+                                                   logs=[node.log_path])
+        node.process.start()
+        node.broker.pid = node.process.pid
+
+    def _kill(self, node: NativeNode) -> None:
+        if node.process is not None:
+            node.process.kill()
+
+    def _terminate(self, node: NativeNode, timeout: float) -> None:
+        if node.process is not None:
+            node.process.stop(timeout)
+
+    def _pause(self, node: NativeNode) -> None:
+        assert node.process is not None
+        node.process.pause()
+
+    def _resume(self, node: NativeNode) -> None:
+        assert node.process is not None
+        node.process.resume()
+
+    def _is_running(self, node: NativeNode) -> bool:
+        return node.running()
+
+    def _check_alive(self, nodes: list[NativeNode]) -> None:
+        for node in nodes:
+            if node.process is None:
+                continue
+            try:
+                node.process.check_alive()
+            except ProcessStartError:
+                node.broker.state = "killed"
+                text = tail(node.log_path, 30) + "\n" + tail(node.stdout_path, 15)
+                kind = PortInUseError if any(s in text for s in _BIND_FAILURES) else BrokerStartError
+                raise kind(f"Broker {node.broker.id} exited during start-up (exit code {node.process.returncode}).",
+                           f"See {node.log_path} (tail below).",
+                           broker_id=node.broker.id, log_path=node.log_path, log_tail=text.strip()) from None
+
+    def _evidence(self, nodes: list[NativeNode]) -> str:
+        return "\n".join(node.process.evidence() for node in nodes if node.process is not None)
+
+    # ------------------------------------------------------------ files
+    def _make_nodes(self) -> None:
+        assert self.data_dir is not None
+        settings = self.settings
+        for node_id in range(1, self._profile.brokers + 1):
+            node_dir = self.data_dir / f"node-{node_id}"
+            (node_dir / "logs").mkdir(parents=True)
+            (node_dir / "data").mkdir()
+            broker = Broker(id=node_id, host="127.0.0.1", port=0, state="stopped")
+            self._nodes[node_id] = NativeNode(broker, dict(settings), dir=node_dir)
+        self._assign_ports()
+
+    def _assign_ports(self) -> None:
+        controllers = self._profile.controllers
+        ports = free_ports(len(self._nodes) + controllers)
+        for i, node in enumerate(self._nodes.values()):
+            node.broker.port = ports[i]
+            node.broker.controller_port = ports[len(self._nodes) + i] if node.broker.id <= controllers else None
+        for node in self._nodes.values():
+            self._write_properties(node)
+
+    def _write_properties(self, node: NativeNode) -> None:
+        b = node.broker
+        voters = ",".join(f"{n.broker.id}@127.0.0.1:{n.broker.controller_port}"
+                          for n in self._nodes.values() if n.broker.controller_port)
+        listeners = {"PLAINTEXT": f"127.0.0.1:{b.port}"}
+        if b.controller_port:
+            listeners["CONTROLLER"] = f"127.0.0.1:{b.controller_port}"
+        managed = kraft_properties(b.id, bool(b.controller_port), voters, listeners,
+                                   advertised={"PLAINTEXT": b.address},
+                                   protocols={"PLAINTEXT": "PLAINTEXT", "CONTROLLER": "PLAINTEXT"},
+                                   inter_broker="PLAINTEXT", log_dirs=str(node.data_dir))
+        lines = [f"# Written by labkit for cluster {self.name} ({self.profile}); node {b.id}."]
+        lines += [f"{k}={render_value(v)}" for k, v in managed.items()]
+        lines += ["", "# lab defaults, profile and overrides"]
+        lines += [f"{k}={render_value(v)}" for k, v in sorted(node.settings.items())]
+        (node.dir / "server.properties").write_text("\n".join(lines) + "\n")
+
+    def _java_command(self, main_class: str, *args: str, heap: str, options: tuple[str, ...],
+                      log4j: Path, logs_dir: Optional[Path] = None) -> list[str]:
+        assert self.distribution is not None
+        cmd = [str(find_java().executable), f"-Xms{heap}", f"-Xmx{heap}", *options,
+               f"-Dlabkit.cluster={self.data_dir}", f"-Dlog4j2.configurationFile={log4j}"]
+        if logs_dir is not None:
+            cmd.append(f"-Dkafka.logs.dir={logs_dir}")
+        return cmd + ["-cp", self.distribution.classpath, main_class, *args]
+
+    def _format_storage(self) -> None:
+        spec = kafka_spec()
+        procs = []
+        for node in self._nodes.values():
+            cmd = self._java_command("kafka.tools.StorageTool", "format", "--ignore-formatted", "-t", self.cluster_id,
+                                     "-c", str(node.dir / "server.properties"), heap=spec.tool_heap,
+                                     options=spec.tool_options, log4j=spec.tools_log4j_config)
+            procs.append((node, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                                 stdin=subprocess.DEVNULL)))
+        for node, proc in procs:
+            out, _ = proc.communicate(timeout=120)
+            if proc.returncode != 0:
+                raise BrokerStartError(f"Formatting the storage of node {node.broker.id} failed.",
+                                       "Check the broker settings; the formatter's output is below.",
+                                       broker_id=node.broker.id, log_path=node.dir / "server.properties",
+                                       log_tail=out.decode(errors="replace")[-2000:])
+
+
+def start(profile: str, overrides: Mapping[str, Any], progress: bool, start_timeout: Optional[float]) -> NativeCluster:
+    """The ``native`` backend's factory."""
+    return NativeCluster(profile, overrides=overrides, progress=progress, start_timeout=start_timeout).start()
