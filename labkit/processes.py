@@ -142,6 +142,7 @@ class ManagedProcess:
     def __init__(self, name: str, command: Sequence[str], log_path: Path, *, cwd: Optional[Path] = None,
                  env: Optional[Mapping[str, str]] = None, logs: Sequence[Path] = (),
                  watchdog: Optional[Watchdog] = None) -> None:
+        """Without a ``watchdog`` (a :class:`Supervisor` gives one) only the parent-death signal guards it."""
         self.name = name
         self.command = list(command)
         self.log_path = Path(log_path)
@@ -212,6 +213,17 @@ class ManagedProcess:
                     self._signal(signal.SIGKILL)
             self._reap()
             self._state = "stopped"
+
+    def wait(self, timeout: Optional[float] = None) -> Optional[int]:
+        """Wait until the process ends by itself; its exit code, or None if it still runs after ``timeout`` s."""
+        if self._proc is None:
+            return None
+        try:
+            code = self._proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self._reap()
+        return code
 
     def pause(self) -> None:
         """SIGSTOP: the process keeps its sockets and memory but does nothing (a long GC pause)."""

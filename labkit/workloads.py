@@ -12,8 +12,9 @@ line. It appends every record it processes to its own log file (flushed per
 record, so a SIGKILL loses nothing already processed), keeps its current
 assignment in a small JSON status file, and appends every rebalance callback
 (partitions assigned, revoked or lost, with the wall-clock time) to an event
-log, so a lesson can tell afterwards who stopped consuming and for how long. Members die with the notebook's kernel
-(parent-death signal), and :meth:`Group.stop` ends them all.
+log, so a lesson can tell afterwards who stopped consuming and for how long. Each member is a
+:class:`~labkit.processes.ManagedProcess`: it dies with the notebook's kernel (parent-death signal),
+and :meth:`Group.stop` ends them all.
 """
 
 from __future__ import annotations
@@ -21,9 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from .errors import LabkitError
+from .processes import ManagedProcess
 from .waiting import Wait
 
 if TYPE_CHECKING:
@@ -91,14 +91,14 @@ class MemberEvent:
 class Member:
     """One consumer process of a :class:`Group`."""
 
-    def __init__(self, name: str, proc: subprocess.Popen, log: Path, status: Path,
+    def __init__(self, name: str, process: ManagedProcess, log: Path, status: Path,
                  events_file: Optional[Path] = None) -> None:
-        self.name, self.proc, self.log, self.status_file = name, proc, log, status
+        self.name, self.process, self.log, self.status_file = name, process, log, status
         self.events_file = events_file or log.with_suffix(".events.jsonl")
 
     @property
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.process.running
 
     def processed(self) -> list[str]:
         if not self.log.exists():
@@ -169,11 +169,8 @@ class Group:
                "--every-n", str(every_n), "--process-ms", str(process_ms), "--config", json.dumps(conf)]
         if crash_after is not None:
             cmd += ["--crash-after", str(crash_after)]
-        if sys.platform.startswith("linux") and shutil.which("setpriv"):
-            cmd = ["setpriv", "--pdeathsig", "KILL", "--"] + cmd  # members must not outlive the kernel
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=(self.workdir / f"{name}.err").open("ab"),
-                                stdin=subprocess.DEVNULL)
-        member = Member(name, proc, log, status, events)
+        process = ManagedProcess(f"member {name}", cmd, self.workdir / f"{name}.err").start()
+        member = Member(name, process, log, status, events)
         self.members[name] = member
         return member
 
@@ -181,19 +178,13 @@ class Group:
         """Graceful: SIGTERM, the member closes its consumer (leaving the group) and exits."""
         m = self.members[name]
         if m.alive:
-            m.proc.send_signal(signal.SIGTERM)
-            try:
-                m.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                m.proc.kill()
-                m.proc.wait()
+            m.process.stop(timeout)
 
     def crash_member(self, name: str) -> None:
         """SIGKILL: no close, no commit; the group notices only after ``session.timeout.ms``."""
         m = self.members[name]
         if m.alive:
-            m.proc.kill()
-            m.proc.wait()
+            m.process.kill()
             record_event(m.events_file, "killed")
 
     def events(self, since: Optional[float] = None) -> list[MemberEvent]:
@@ -209,14 +200,43 @@ class Group:
         return {name: m.assignment() for name, m in self.members.items() if m.alive}
 
     def wait_processed(self, count: int, timeout: float = 60.0) -> int:
-        """Wait until ``count`` distinct records were processed; returns how many were."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            done = len(self.processed())
-            if done >= count:
-                return done
-            time.sleep(0.2)
-        return len(self.processed())
+        """Wait until ``count`` distinct records were processed; returns how many were.
+
+        Raises :class:`~labkit.errors.WaitTimeout` (with each member's state) when fewer were
+        processed within ``timeout`` seconds.
+        """
+        def done() -> int:
+            n = len(self.processed())
+            return n if n >= count else 0
+
+        return Wait(f"{count} records to be processed by group {self.group_id!r}", timeout=timeout, interval=0.2,
+                    evidence=lambda: f"{len(self.processed())} processed so far\n{self._evidence()}",
+                    hint="Are the members running and is the topic being written to?").until(done)
+
+    def wait_idle(self, member: Optional[str] = None, quiet: float = 2.0, timeout: float = 60.0) -> int:
+        """Wait until the members have processed nothing new for ``quiet`` seconds; returns how many records
+        (distinct values) were processed by then. With ``member``, the quiet time only counts once that
+        member has processed something (a member taking over first waits for its rebalance).
+
+        For a group that may have lost records (so a count would never be reached): it has caught up
+        with the topic, or has nothing left it will read. Raises :class:`~labkit.errors.WaitTimeout`
+        when processing is still going on after ``timeout`` seconds.
+        """
+        seen = {"count": -1, "since": 0.0}
+
+        def quiet_now() -> Optional[tuple[int]]:
+            if member is not None and not self.members[member].processed():
+                return None
+            total = sum(self.processed().values())
+            if total != seen["count"]:
+                seen["count"], seen["since"] = total, time.monotonic()
+                return None
+            if time.monotonic() - seen["since"] < quiet:
+                return None
+            return (len(self.processed()),)
+
+        return Wait(f"group {self.group_id!r} to go quiet for {quiet:g} s", timeout=timeout, interval=0.2,
+                    evidence=self._evidence).until(quiet_now)[0]
 
     def wait_settled(self, members: int, timeout: float = 60.0, quiet: float = 4.0,
                      partitions: Optional[int] = None) -> dict[str, list[tuple[str, int]]]:
@@ -245,10 +265,10 @@ class Group:
         def running() -> None:
             alive = [m for m in self.members.values() if m.alive]
             if len(alive) < members:
-                gone = [m for m in self.members.values() if not m.alive and m.proc.returncode not in (0, -9)]
+                gone = [m for m in self.members.values() if not m.alive and m.process.returncode not in (0, -9)]
                 raise LabkitError(
                     f"Group {self.group_id!r} cannot settle with {members} members, {len(alive)} running"
-                    + (f" ({', '.join(f'{m.name} exited with code {m.proc.returncode}' for m in gone)})." if gone
+                    + (f" ({', '.join(f'{m.name} exited with code {m.process.returncode}' for m in gone)})." if gone
                        else "."),
                     f"Start the missing members first; a member's errors are in {self.workdir}/<name>.err.")
 
@@ -260,7 +280,7 @@ class Group:
     def _evidence(self) -> str:
         lines = []
         for m in self.members.values():
-            state = "running" if m.alive else f"exited ({m.proc.returncode})"
+            state = "running" if m.alive else f"exited ({m.process.returncode})"
             err = self.workdir / f"{m.name}.err"
             tail = err.read_text(errors="replace").strip().splitlines()[-1:] if err.exists() else []
             lines.append(f"{m.name} ({state}): owns {[p for _, p in m.assignment()]}"
@@ -268,9 +288,7 @@ class Group:
         return "\n".join(lines)
 
     def wait_dead(self, name: str, timeout: float = 60.0) -> None:
-        try:
-            self.members[name].proc.wait(timeout)
-        except subprocess.TimeoutExpired:
+        if self.members[name].process.wait(timeout) is None:
             raise LabkitError(f"Member {name!r} is still running after {timeout:.0f}s.", "See its .err file.")
 
     def outcome(self, expected: Iterable[str]) -> Outcome:

@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import KafkaError
 
 import labkit
 from labkit.errors import BrokerStartError, ClusterStateError, ProfileError, SettingError, UnsupportedOperation
@@ -221,6 +221,24 @@ def test_external_cluster_reads_but_cannot_break(cluster, unique, monkeypatch):
     assert attached.backend == "external" and attached.bootstrap_servers == cluster.bootstrap_servers
     attached.stop()
     assert cluster.live_broker_ids() == {1, 2, 3}  # stopping an attachment leaves the cluster alone
+
+
+def test_external_backend_takes_its_bootstrap_servers(cluster, unique, monkeypatch):
+    """start_cluster(backend="external", bootstrap_servers=...) attaches (the argument once got lost among the
+    broker settings while the error told the learner to pass it)."""
+    monkeypatch.delenv("LABKIT_BOOTSTRAP", raising=False)
+    topic = cluster.create_topic(unique("ext"), partitions=2)
+    for attached in (labkit.start_cluster(backend="external", bootstrap_servers=cluster.bootstrap_servers),
+                     labkit.start_cluster(bootstrap_servers=cluster.bootstrap_servers)):
+        assert attached.backend == "external" and attached.bootstrap_servers == cluster.bootstrap_servers
+        assert len(attached.describe_topic(topic)) == 2
+        attached.stop()
+    with pytest.raises(labkit.BackendError, match="needs bootstrap_servers"):
+        labkit.start_cluster(backend="external")
+    with pytest.raises(labkit.BackendError, match="cannot be changed"):
+        labkit.start_cluster(backend="external", bootstrap_servers=cluster.bootstrap_servers, log_retention_ms=1)
+    with pytest.raises(labkit.BackendError, match="backend='external'"):
+        labkit.start_cluster(backend="native", bootstrap_servers=cluster.bootstrap_servers)
 
 
 def test_topic_prefix_on_a_shared_cluster(cluster, unique, monkeypatch):

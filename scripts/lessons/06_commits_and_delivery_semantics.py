@@ -120,8 +120,7 @@ for style in COMMIT_STYLES:
     group.start_member("first", commit=style, crash_after=235, batch=50, process_ms=10)
     group.wait_dead("first", timeout=90)
     group.start_member("takeover", commit=style, batch=50, process_ms=0.5)
-    group.wait_processed(len(ids), timeout=60)
-    time.sleep(2)                      # let the takeover finish its last batch
+    group.wait_idle("takeover", quiet=2)   # caught up: nothing new processed for 2 s
     group.stop()
     outcomes[style], groups[style] = group.outcome(ids), group
 table = pd.DataFrame({style: o.as_row() for style, o in outcomes.items()}).T
