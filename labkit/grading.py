@@ -1,10 +1,11 @@
 """Exercises: checks with friendly feedback in the notebook, and the headless grader.
 
-An exercise is written once, as ``exercises/<id>.ipynb`` with the reference
-solution between ``### BEGIN SOLUTION`` and ``### END SOLUTION``, plus its checks
-in ``exercises/<id>.py``. The learner's copy is generated from it
-(:func:`learner_copy`) into ``notebooks/exercises/``, where a learner's edits are
-never overwritten (:func:`build_learner_copies`).
+An exercise is written once, in ``exercises/<id>/``: ``notebook.py`` builds its
+notebook (see :mod:`labkit.authoring`) with the reference solution between
+``### BEGIN SOLUTION`` and ``### END SOLUTION``, and ``checks.py`` holds its
+checks. The learner's copy is generated from it (:func:`learner_copy`) into
+``notebooks/exercises/``, where a learner's edits are never overwritten
+(:func:`build_learner_copies`).
 
 Checks are functions decorated with :func:`check`: a stable id, points, whether
 it is hidden (run only when grading), a hint, and a docstring saying what it
@@ -217,8 +218,24 @@ class Exercise:
         return self.run(namespace, hidden=True)
 
 
+def exercise_source(id: str) -> Path:
+    """``exercises/<id>/notebook.py``: the script that builds the exercise's reference notebook."""
+    return exercises_dir() / id / "notebook.py"
+
+
+def reference_notebook(id: str) -> Any:
+    """The exercise's notebook with the reference solution, built from its source."""
+    from .authoring import read_source
+
+    path = exercise_source(id)
+    if not path.exists():
+        known = ", ".join(e["id"] for e in exercise_index()) or "none"
+        raise GradingError(f"No exercise {id!r} (looked for {path}).", f"Known exercises: {known}.")
+    return read_source(path)
+
+
 def load_checks_module(id: str):
-    path = exercises_dir() / f"{id}.py"
+    path = exercises_dir() / id / "checks.py"
     if not path.exists():
         known = ", ".join(e["id"] for e in exercise_index()) or "none"
         raise GradingError(f"No exercise {id!r} (looked for {path}).", f"Known exercises: {known}.")
@@ -302,8 +319,7 @@ def build_learner_copies(force: bool = False) -> list[tuple[str, Path, str]]:
     actions = []
     for entry in exercise_index():
         ex_id = entry["id"]
-        source = exercises_dir() / f"{ex_id}.ipynb"
-        text = nbformat.writes(learner_copy(nbformat.read(source, as_version=4)))
+        text = nbformat.writes(learner_copy(reference_notebook(ex_id)))
         path = target / f"{ex_id}.ipynb"
         if path.exists() and not force:
             current = path.read_text()

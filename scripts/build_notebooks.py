@@ -4,8 +4,8 @@
     python scripts/build_notebooks.py 00 02           # only lessons whose file name starts with these
     python scripts/build_notebooks.py --no-execute    # generate only (outputs left empty)
 
-A lesson's ``.py`` source writes ``notebooks/<name>.ipynb`` with no outputs. Then the
-notebook is executed headless with papermill and the outputs of the cells marked
+A lesson's ``.py`` source builds its notebook (``labkit.authoring``), written to
+``notebooks/<name>.ipynb`` with no outputs. Then the notebook is executed headless with papermill and the outputs of the cells marked
 ``# NBVAL_CHECK_OUTPUT`` are copied back into it (stderr dropped): those are the
 reference outputs nbval compares against in ``make test``. All other cells stay
 empty, so a learner opens a clean notebook.
@@ -14,13 +14,14 @@ empty, so a learner opens a clean notebook.
 from __future__ import annotations
 
 import argparse
-import runpy
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import nbformat
+
+from labkit.authoring import read_source
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -41,8 +42,9 @@ def notebook_for(source: Path) -> Path:
 
 
 def generate(source: Path) -> Path:
-    runpy.run_path(str(source), run_name="__main__")
-    return notebook_for(source)
+    path = notebook_for(source)
+    nbformat.write(read_source(source), str(path))
+    return path
 
 
 def store_checked_outputs(notebook: Path, executed: Path) -> int:

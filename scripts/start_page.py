@@ -4,7 +4,7 @@
     python scripts/start_page.py --check   # exit 1 if it is out of date (the tests do this)
 
 Lessons contribute their title, one-line summary and estimated minutes (the
-``kafka_lab`` metadata written by ``scripts/nbbuild.py``); exercises come from the
+``kafka_lab`` metadata written by ``labkit.authoring``); exercises come from the
 index in ``exercises/exercises.toml``, in its order.
 """
 

@@ -1,10 +1,6 @@
-"""Source of notebooks/00_welcome.ipynb (run: python scripts/lessons/00_welcome.py)."""
+"""Source of notebooks/00_welcome.ipynb: build it with `python scripts/build_notebooks.py 00`."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from nbbuild import Notebook  # noqa: E402
+from labkit.authoring import Notebook
 
 nb = Notebook("00 · Welcome to Kafka Lab",
               summary="Start a three-broker cluster, write and read records, kill a leader and watch failover.",
@@ -270,4 +266,3 @@ nb.md("""
 partition really is, down to the files on the broker's disk.
 """)
 
-nb.save(Path(__file__).resolve().parents[2] / "notebooks" / "00_welcome.ipynb")

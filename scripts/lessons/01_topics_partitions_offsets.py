@@ -1,10 +1,6 @@
-"""Source of notebooks/01_topics_partitions_offsets.ipynb (run: python scripts/build_notebooks.py 01)."""
+"""Source of notebooks/01_topics_partitions_offsets.ipynb: build it with `python scripts/build_notebooks.py 01`."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from nbbuild import Notebook  # noqa: E402
+from labkit.authoring import Notebook
 
 nb = Notebook("01 · Topics, partitions, offsets",
               summary="A topic as partitioned logs: offsets, ordering, the segment files on disk, "
@@ -307,4 +303,3 @@ del producer, p
 cluster.stop()
 """)
 
-nb.save(Path(__file__).resolve().parents[2] / "notebooks" / "01_topics_partitions_offsets.ipynb")

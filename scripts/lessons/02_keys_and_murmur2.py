@@ -1,10 +1,6 @@
-"""Source of notebooks/02_keys_and_murmur2.ipynb (run: python scripts/build_notebooks.py 02)."""
+"""Source of notebooks/02_keys_and_murmur2.ipynb: build it with `python scripts/build_notebooks.py 02`."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from nbbuild import Notebook  # noqa: E402
+from labkit.authoring import Notebook
 
 nb = Notebook("02 · Keys and partitions: murmur2",
               summary="Where a keyed record goes, why Python and Java producers disagree, hot partitions, "
@@ -317,4 +313,3 @@ del producer, p
 cluster.stop()
 """)
 
-nb.save(Path(__file__).resolve().parents[2] / "notebooks" / "02_keys_and_murmur2.ipynb")

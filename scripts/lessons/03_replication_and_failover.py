@@ -1,10 +1,6 @@
-"""Source of notebooks/03_replication_and_failover.ipynb (run: python scripts/build_notebooks.py 03)."""
+"""Source of notebooks/03_replication_and_failover.ipynb: build it with `python scripts/build_notebooks.py 03`."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from nbbuild import Notebook  # noqa: E402
+from labkit.authoring import Notebook
 
 nb = Notebook("03 · Replication and failover",
               summary="Leaders, followers, ISR and the high watermark; kill and pause brokers and watch "
@@ -216,4 +212,3 @@ nb.code("""
 cluster.stop()
 """)
 
-nb.save(Path(__file__).resolve().parents[2] / "notebooks" / "03_replication_and_failover.ipynb")

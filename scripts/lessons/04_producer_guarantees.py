@@ -1,10 +1,6 @@
-"""Source of notebooks/04_producer_guarantees.ipynb (run: python scripts/build_notebooks.py 04)."""
+"""Source of notebooks/04_producer_guarantees.ipynb: build it with `python scripts/build_notebooks.py 04`."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from nbbuild import Notebook  # noqa: E402
+from labkit.authoring import Notebook
 
 nb = Notebook("04 · Producer guarantees",
               summary="acks and min.insync.replicas under broker failures, duplicates from retries and the "
@@ -287,4 +283,3 @@ del producer
 cluster.stop()
 """)
 
-nb.save(Path(__file__).resolve().parents[2] / "notebooks" / "04_producer_guarantees.ipynb")

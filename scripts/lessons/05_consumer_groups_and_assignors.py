@@ -1,10 +1,6 @@
-"""Source of notebooks/05_consumer_groups_and_assignors.ipynb (run: python scripts/build_notebooks.py 05)."""
+"""Source of notebooks/05_consumer_groups_and_assignors.ipynb: build it with `python scripts/build_notebooks.py 05`."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from nbbuild import Notebook  # noqa: E402
+from labkit.authoring import Notebook
 
 nb = Notebook("05 · Consumer groups and assignors",
               summary="A group splitting a topic, idle members, two groups, rebalances on a timeline, range vs "
@@ -462,4 +458,3 @@ del producer, p
 cluster.stop()
 """)
 
-nb.save(Path(__file__).resolve().parents[2] / "notebooks" / "05_consumer_groups_and_assignors.ipynb")

@@ -1,10 +1,6 @@
-"""Source of notebooks/06_commits_and_delivery_semantics.ipynb (run: python scripts/build_notebooks.py 06)."""
+"""Source of notebooks/06_commits_and_delivery_semantics.ipynb: build it with `python scripts/build_notebooks.py 06`."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from nbbuild import Notebook  # noqa: E402
+from labkit.authoring import Notebook
 
 nb = Notebook("06 · Commits and delivery semantics",
               summary="Committed offsets and lag, replaying a group, five commit styles crashed mid-batch and "
@@ -240,4 +236,3 @@ del producer, p
 cluster.stop()
 """)
 
-nb.save(Path(__file__).resolve().parents[2] / "notebooks" / "06_commits_and_delivery_semantics.ipynb")

@@ -1,10 +1,6 @@
-"""Source of notebooks/07_spark_structured_streaming.ipynb (run: python scripts/build_notebooks.py 07)."""
+"""Source of notebooks/07_spark_structured_streaming.ipynb: build it with `python scripts/build_notebooks.py 07`."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from nbbuild import Notebook  # noqa: E402
+from labkit.authoring import Notebook
 
 nb = Notebook("07 · Spark Structured Streaming",
               summary="A topic read as an unbounded table, event-time windows with a watermark and late events, "
@@ -405,4 +401,3 @@ nb.code("""
 cluster.stop()          # stops the Spark session and its queries first, then the brokers
 """)
 
-nb.save(Path(__file__).resolve().parents[2] / "notebooks" / "07_spark_structured_streaming.ipynb")
