@@ -4,7 +4,8 @@
     labkit cluster up|down|status  a shared lab cluster in the background
     labkit kafka TOOL ARGS...      Kafka's own tools against the lab cluster
     labkit doctor                  check this machine
-    labkit grade NOTEBOOK          grade an exercise notebook
+    labkit grade NOTEBOOK|DIR      grade an exercise notebook, or a whole class into a gradebook
+    labkit release OUT             write the learner bundle
 """
 
 from __future__ import annotations
@@ -189,20 +190,56 @@ def build_parser() -> argparse.ArgumentParser:
                    ).set_defaults(func=cmd_setup)
     sub.add_parser("doctor", help="check Java, the Kafka jars, Docker and disk").set_defaults(func=cmd_doctor)
 
-    grade = sub.add_parser("grade", help="grade an exercise notebook against a fresh cluster")
-    grade.add_argument("notebook")
-    grade.add_argument("--json", dest="json_out", default=None, help="write the report here")
+    grade = sub.add_parser("grade", help="grade an exercise notebook, or a class folder DIR/<learner>/<exercise>.ipynb")
+    grade.add_argument("path", metavar="NOTEBOOK_OR_DIR")
+    grade.add_argument("--json", dest="json_out", default=None, help="one notebook: write the report here")
+    grade.add_argument("--out", default=None, help="a folder: where the gradebook goes (default DIR/gradebook)")
     grade.add_argument("--timeout", type=float, default=600, help="seconds any one cell may run (default 600)")
-    grade.set_defaults(func=_cmd_grade)
+    grade.set_defaults(func=cmd_grade)
+
+    release = sub.add_parser("release", help="write the learner bundle (no reference solutions, no hidden checks)")
+    release.add_argument("out", metavar="OUT")
+    release.set_defaults(func=cmd_release)
     return parser
 
 
-def _cmd_grade(args: argparse.Namespace) -> int:
-    try:
-        from .grading import cli_grade
-    except ImportError:
-        raise LabkitError("Grading is not available in this version of labkit.", "Update Kafka Lab.")
-    return cli_grade(args)
+def cmd_grade(args: argparse.Namespace) -> int:
+    from .grading import grade
+    from .grading.classroom import grade_class
+
+    path = Path(args.path)
+    if path.is_dir():
+        def show(sub, report, resumed):  # one line per submission, above the progress bar
+            from tqdm import tqdm
+
+            tqdm.write(f"{sub.learner}/{sub.exercise}: {report.score}/{report.max_score} {report.status}"
+                       + (" (kept from the last run)" if resumed else "")
+                       + (f" — {report.reason[:100]}" if report.reason else ""))
+
+        out = grade_class(path, Path(args.out) if args.out else None, timeout=args.timeout, on_report=show)
+        print(f"gradebook: {out / 'gradebook.csv'} and {out / 'gradebook.html'}")
+        return 0
+    print(f"grading {path} (runs the whole notebook headless; a minute or two)...", flush=True)
+    report = grade(path, timeout=args.timeout)
+    print(report.table())
+    for violation in report.violations:
+        print(f"rule broken: {violation}")
+    if report.reason:
+        print(f"\n{report.status}: {report.reason}")
+    print(f"\nscore {report.score}/{report.max_score}   ({report.seconds:.0f} s)")
+    out_path = Path(args.json_out) if args.json_out else path.with_suffix(".report.json")
+    out_path.write_text(report.to_json())
+    print(f"report: {out_path}")
+    return 0
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    from .grading.classroom import release
+
+    out = release(args.out)
+    print(f"learner bundle: {out} (lessons, learner copies of the exercises and their visible checks; "
+          "no reference solutions, no hidden checks). Learners run `make lab` in it.")
+    return 0
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

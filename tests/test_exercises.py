@@ -19,12 +19,15 @@ def test_every_exercise_is_one_source_with_its_checks_beside_it():
     folders = {p.name for p in (REPO / "exercises").iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
     assert folders == set(EXERCISES), "every exercise folder is listed in exercises.toml, and only those"
     for ex_id in EXERCISES:
-        assert sorted(p.name for p in (REPO / "exercises" / ex_id).glob("*.py")) == ["checks.py", "notebook.py"]
+        assert sorted(p.name for p in (REPO / "exercises" / ex_id).glob("*.py")) == \
+            ["checks.py", "hidden_checks.py", "notebook.py"]
         assert not list((REPO / "exercises").glob(f"{ex_id}*.ipynb")), "built notebooks are not committed"
         assert grading.reference_notebook(ex_id).metadata["kafka_lab"]["exercise"] == ex_id
-        ex = grading.exercise(ex_id)
-        assert any(c.hidden for c in ex.checks) and any(not c.hidden for c in ex.checks)
-        assert all(c.doc for c in ex.checks), "every check says what it checks"
+        visible, every = grading.exercise(ex_id), grading.exercise(ex_id, hidden=True)
+        assert visible.checks and not any(c.hidden for c in visible.checks), \
+            f"{ex_id}/checks.py holds the visible checks only (hidden ones go in hidden_checks.py)"
+        assert any(c.hidden for c in every.checks), f"{ex_id} has hidden checks"
+        assert all(c.doc for c in every.checks), "every check says what it checks"
 
 
 def _grade(path, output_dir, name):

@@ -1,12 +1,16 @@
-"""Checks for the murmur2 exercise: the learner's pure-Python murmur2 against Java's own."""
+"""Checks for the murmur2 exercise: the learner's pure-Python murmur2 against Java's own.
+
+Visible checks (the notebook shows them); the grader adds ``hidden_checks.py``.
+"""
 
 from __future__ import annotations
 
-import inspect
-import random
-
-from labkit.grading import check
+from labkit.grading import Rules, check
 from labkit.partitioning import java_partition, java_reference_murmur2
+
+#: The lab's own murmur2 is the answer; so are hashing libraries and running Java from Python.
+RULES = Rules(forbid=["labkit.partitioning", "labkit.assignors", "kafka", "mmh3", "murmurhash", "subprocess",
+                      "py4j", "jpype", "os.system", "os.popen"])
 
 KAFKA_VECTORS = {
     b"21": -973932308,
@@ -47,37 +51,6 @@ def murmur2_empty_key(ns):
     expected = java_reference_murmur2([b""])[0]
     got = _call(ns.murmur2, b"")
     assert got == expected, f"murmur2(b'') returned {got}, Java gives {expected}"
-
-
-@check("murmur2_every_tail_length", points=2, hidden=True)
-def murmur2_every_tail_length(ns):
-    """Keys of every length 0–19 (so 0, 1, 2 and 3 leftover bytes) match Java."""
-    rng = random.Random(20261123)
-    keys = [bytes(rng.getrandbits(8) for _ in range(n)) for n in range(20) for _ in range(5)]
-    java = java_reference_murmur2(keys)
-    for key, expected in zip(keys, java):
-        got = _call(ns.murmur2, key)
-        assert got == expected, f"a {len(key)}-byte key ({key.hex()}) gives {got}, Java gives {expected}"
-
-
-@check("murmur2_matches_java_on_unseen_keys", points=3, hidden=True)
-def murmur2_matches_java_on_unseen_keys(ns):
-    """500 keys the learner has not seen (random bytes, UTF-8 text, long keys) match Java's Utils.murmur2."""
-    rng = random.Random()
-    keys = [bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 64))) for _ in range(400)]
-    keys += [f"customer-{rng.randint(0, 10**9)}-ünïcødé-東京".encode() for _ in range(90)]
-    keys += [bytes(rng.getrandbits(8) for _ in range(rng.randint(500, 3000))) for _ in range(10)]
-    java = java_reference_murmur2(keys)
-    wrong = [(k, e) for k, e in zip(keys, java) if ns.murmur2(k) != e]
-    assert not wrong, f"{len(wrong)} of {len(keys)} keys differ from Java, e.g. {wrong[0][0][:16].hex()}…"
-
-
-@check("murmur2_is_pure_python", points=1, hidden=True)
-def murmur2_is_pure_python(ns):
-    """The learner's murmur2 is their own code, not labkit's or a library's."""
-    _call(ns.murmur2, b"x")  # must be implemented first
-    source = inspect.getsource(ns.murmur2)
-    assert "labkit" not in source and "import" not in source, "write murmur2 yourself, without importing it"
 
 
 @check("java_partition_matches_java", points=2,
