@@ -107,6 +107,13 @@ class LocalNamespace:
     def get(self, name: str, default: Any = None) -> Any:
         return getattr(self, name) if name in self._values else default
 
+    def source(self, name: str) -> str:
+        """The source of the learner's definition of ``name`` (a function or class), to read their code."""
+        import inspect
+
+        value = getattr(self, name)
+        return inspect.getsource(value._fn if isinstance(value, _Checked) else value)
+
     def run(self, task: Callable[..., Any], *args: Any, timeout: float = 600.0) -> Any:
         """Run ``task(user, *args)`` next to the learner's code (here: in this kernel)."""
         return _plain(task(self._values, *wire.decode(wire.encode(list(args)))), f"task {task.__name__}")
@@ -283,6 +290,24 @@ def sibling(file: str, name: str = "checks") -> ModuleType:
     path = Path(file).with_name(f"{name}.py")
     key = f"labkit_exercise_{path.parent.name}_{name}"
     return sys.modules.get(key) or load_module(path, key)
+
+
+def definition_in(notebook: Any, name: str) -> Optional[str]:
+    """The source of the last top-level ``def``/``class`` called ``name`` in a notebook's code cells."""
+    import ast
+
+    found = None
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+                found = ast.get_source_segment(cell.source, node)
+    return found
 
 
 def checks_in(module: ModuleType) -> list[Check]:

@@ -97,8 +97,11 @@ def grade(path: str | Path, timeout: float = 600.0, executed: Optional[Path] = N
 
     ``rules=False`` skips the static rules (only to test that the kernel boundary holds on its own).
     """
+    import copy
+
     path = Path(path)
     nb = read_submission(path)
+    submitted = copy.deepcopy(nb)
     ex_id = exercise_id_of(nb, path)
     ex = exercise(ex_id, hidden=True)
     t0 = time.monotonic()
@@ -129,7 +132,7 @@ def grade(path: str | Path, timeout: float = 600.0, executed: Optional[Path] = N
                               else outcome.died or "")
                     results = [not_run(c, "not run", reason) for c in ex.checks]
                 else:
-                    ns = RemoteNamespace(kernel, cluster)
+                    ns = RemoteNamespace(kernel, cluster, submitted)
                     results = [not_run(c, "refused", refused[c.id]) if c.id in refused else run_check(c, ns)
                                for c in ex.checks]
                     if all(r.status in ("not attempted", "refused") for r in results) and not violations:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 from . import agent, wire
-from .checks import LearnerError, NotDefined, not_plain
+from .checks import LearnerError, NotDefined, definition_in, not_plain
 
 #: Seconds one call of a learner's function may take before the grader gives up on it.
 CALL_TIMEOUT = 60.0
@@ -178,9 +178,11 @@ class RemoteFunction:
 class RemoteNamespace:
     """What checks see while grading: the learner's names through the kernel, the grader's own cluster."""
 
-    def __init__(self, session: KernelSession, cluster: Any = None) -> None:
+    def __init__(self, session: KernelSession, cluster: Any = None, submission: Any = None) -> None:
         self._session = session
         self._cluster = cluster
+        #: the notebook as the learner submitted it (read from the file, before it ran)
+        self._submission = submission
 
     @property
     def cluster(self) -> Any:
@@ -206,6 +208,13 @@ class RemoteNamespace:
 
     def get(self, name: str, default: Any = None) -> Any:
         return getattr(self, name) if self.has(name) else default
+
+    def source(self, name: str) -> str:
+        """The source of the learner's definition of ``name``, read from the submitted notebook file."""
+        found = definition_in(self._submission, name) if self._submission is not None else None
+        if found is None:
+            raise NotDefined(f"`{name}` is not defined in the notebook.")
+        return found
 
     def run(self, task: Callable[..., Any], *args: Any, timeout: float = 600.0) -> Any:
         """Run ``task(user, *args)`` in the learner's kernel, beside their functions; its plain-data result."""
