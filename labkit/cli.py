@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
@@ -123,22 +122,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
+    from . import lab
     from .distribution import ensure_distribution
 
     ensure_distribution()
-    notebooks = REPO / "notebooks"
-    start = "README.md" if (notebooks / "README.md").exists() else ""
-    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={notebooks}",
-           "--ServerApp.ip=127.0.0.1"]
-    if os.geteuid() == 0:  # a container or a VM: JupyterLab refuses root without this
-        cmd.append("--allow-root")
-    if args.no_browser:
-        cmd.append("--no-browser")
-    if args.port:
-        cmd.append(f"--ServerApp.port={args.port}")
-    if start and not args.no_browser:
-        cmd.append(f"--LabApp.default_url=/lab/tree/{start}")
-    return subprocess.call(cmd)
+    notebooks, workspaces = REPO / "notebooks", REPO / ".lab" / "workspaces"
+    lab.prepare(notebooks, workspaces)
+    return subprocess.call(lab.command(notebooks, workspaces, port=args.port, open_browser=not args.no_browser))
 
 
 # ------------------------------------------------------------------ setup
@@ -221,6 +211,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
         return 0
     print(f"grading {path} (runs the whole notebook headless; a minute or two)...", flush=True)
     report = grade(path, timeout=args.timeout)
+    from .learner import record_grade
+
+    record_grade(report.exercise, report.score, report.max_score)  # the start page shows it
     print(report.table())
     for violation in report.violations:
         print(f"rule broken: {violation}")

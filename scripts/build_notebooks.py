@@ -24,7 +24,6 @@ import nbformat
 from labkit.authoring import read_source
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
 LESSONS = ROOT / "scripts" / "lessons"
 NOTEBOOKS = ROOT / "notebooks"
 CHECK_MARK = "# NBVAL_CHECK_OUTPUT"
@@ -92,9 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         stored = store_checked_outputs(notebook, executed)
         print(f"built {notebook.relative_to(ROOT)}: ran in {time.monotonic() - start:.0f} s, "
               f"{stored} checked output(s) stored")
-    import start_page
+    from labkit import startpage
 
-    start_page.main([])
+    startpage.main([])
     return 0
 
 

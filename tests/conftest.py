@@ -73,6 +73,14 @@ def jvm_pids():
     return java_pids_of
 
 
+def pytest_configure(config):
+    # The learner's record (predictions, lessons done) goes to a scratch dir, never the real one.
+    if not os.environ.get("LABKIT_STATE_DIR"):
+        import tempfile
+
+        os.environ["LABKIT_STATE_DIR"] = tempfile.mkdtemp(prefix="labkit-test-state-")
+
+
 def pytest_collection_modifyitems(config, items):
     # Cluster-free tests first: fast feedback before the slow ones.
     order = {"unit": 0, "integration": 1, "notebook": 2, "browser": 3}

@@ -21,6 +21,7 @@ import pytest
 
 from checked_outputs import differences, sanitize_patterns
 from conftest import REPO, java_pids_of
+from labkit import startpage
 from labkit.authoring import read_source
 
 NOTEBOOKS = REPO / "notebooks"
@@ -55,19 +56,30 @@ def test_lesson_is_generated_from_its_source(notebook):
 
 
 def test_start_page_is_up_to_date_and_lists_every_lesson_and_exercise():
-    sys.path.insert(0, str(REPO / "scripts"))
-    import start_page
-
-    assert start_page.main(["--check"]) == 0, "run `python scripts/start_page.py`"
-    text = start_page.START_PAGE.read_text()
+    assert startpage.main(["--check"]) == 0, "run `python -m labkit.startpage`"
+    text = startpage.START_PAGE.read_text()
     for lesson in LESSONS:
         assert f"]({lesson.name})" in text
         assert _read(lesson).metadata["kafka_lab"]["minutes"], f"{lesson.name} has no estimated time"
-    exercises = start_page.EXERCISE_INDEX
-    if exercises.exists():
-        with exercises.open("rb") as fh:
-            for ex in start_page.tomllib.load(fh)["exercise"]:
-                assert f"](exercises/{ex['id']}.ipynb)" in text
+    for ex in startpage.exercises():
+        assert f"](exercises/{ex['id']}.ipynb)" in text
+
+
+def test_the_personal_start_page_shows_the_learners_progress(tmp_path, monkeypatch):
+    from labkit import learner
+
+    monkeypatch.setenv("LABKIT_STATE_DIR", str(tmp_path))
+    learner.record_prediction("02.a", "?", 1)
+    learner.record_outcome("02.a", 1, True)
+    learner.record_prediction("02.b", "?", 1)
+    learner.record_outcome("02.b", 2, False)
+    learner.record_lesson_done("02")
+    learner.record_grade("murmur2", 9, 12)
+    text = startpage.render(learner.load())
+    row = next(line for line in text.splitlines() if "](02_" in line)
+    assert row.endswith("✓ done, predictions 1/2 right |")
+    assert next(line for line in text.splitlines() if "](exercises/murmur2.ipynb)" in line).endswith(" 9/12 |")
+    assert next(line for line in text.splitlines() if "](00_" in line).endswith(" – |")
 
 
 @pytest.mark.parametrize("notebook", LESSONS, ids=_ids(LESSONS))
