@@ -13,18 +13,25 @@ from labkit import grading
 EXERCISES = grading.all_exercise_ids()
 
 
+def _module(ex_id):
+    try:
+        return importlib.import_module(f"cheats.{ex_id}")
+    except ModuleNotFoundError:
+        return None
+
+
 def _cheats():
     found = []
     for ex_id in EXERCISES:
-        module = importlib.import_module(f"cheats.{ex_id}")
-        found += [pytest.param(ex_id, cheat, id=f"{ex_id}-{cheat.name}") for cheat in module.CHEATS]
+        module = _module(ex_id)
+        found += [pytest.param(ex_id, cheat, id=f"{ex_id}-{cheat.name}") for cheat in getattr(module, "CHEATS", [])]
     return found
 
 
 def test_every_exercise_has_a_cheat():
     for ex_id in EXERCISES:
-        module = importlib.import_module(f"cheats.{ex_id}")
-        assert module.CHEATS, f"tests/cheats/{ex_id}.py lists no cheat"
+        module = _module(ex_id)
+        assert module is not None and module.CHEATS, f"tests/cheats/{ex_id}.py lists no cheat"
 
 
 @pytest.mark.notebook
