@@ -11,14 +11,15 @@ from __future__ import annotations
 import html
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from . import admin as _admin
-from .errors import ClusterStateError, UnsupportedOperation, WaitTimeout
+from .errors import ClusterStateError, SecurityError, UnsupportedOperation, WaitTimeout
 from .records import Record, read_all
 from .tools import ToolResult, run_tool
 from .waiting import Wait
@@ -50,6 +51,8 @@ class Broker:
     pid: Optional[int] = None
     #: "running", "paused", "stopped" (gracefully), "killed", or "external".
     state: str = "running"
+    #: Every listener of the node, name -> port (``port`` is the one clients bootstrap from).
+    listeners: dict[str, int] = field(default_factory=dict)
 
     @property
     def alive(self) -> bool:
@@ -103,25 +106,54 @@ class Cluster:
         raise NotImplementedError
 
     # ---- clients
-    def client_config(self, **config: Any) -> dict[str, Any]:
-        """``{"bootstrap.servers": ...}`` plus your settings (dots may be underscores)."""
-        conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers}
+    def client_config(self, user: Optional[str] = None, mtls: bool = False, **config: Any) -> dict[str, Any]:
+        """Settings for a confluent-kafka client: ``bootstrap.servers``, what the cluster's security needs
+        (on a secured cluster: the admin, or ``user`` with their password, or with their certificate when
+        ``mtls``), then your settings (dots may be underscores)."""
+        conf: dict[str, Any] = {"bootstrap.servers": self.listener_addresses(mtls)}
+        conf.update(self.security_settings(user, mtls))
         conf.update({client_key(k): v for k, v in config.items()})
         return conf
 
+    def security_settings(self, user: Optional[str] = None, mtls: bool = False) -> dict[str, Any]:
+        """What a client needs to authenticate as ``user`` (nothing on a cluster without security)."""
+        if user is not None or mtls:
+            raise SecurityError("This cluster has no users or certificates: it is not secured.",
+                                "Start one with labkit.start_cluster('secured').")
+        return {}
+
+    def listener_addresses(self, mtls: bool = False) -> str:
+        """The addresses clients bootstrap from (on a secured cluster, the certificate listener's with ``mtls``)."""
+        return self.bootstrap_servers
+
+    def add_user(self, name: str, password: str) -> None:
+        """Create (or change the password of) a SCRAM user on a secured cluster."""
+        self.security_settings(name)
+
+    def tool_config(self) -> Optional[Path]:
+        """The client properties file Kafka's Java tools need here (``--command-config``), if any."""
+        return None
+
     def admin(self) -> AdminClient:
-        """A shared AdminClient for this cluster."""
+        """A shared AdminClient for this cluster (as the admin on a secured cluster)."""
         if self._admin is None:
-            self._admin = _admin.make_admin(self.bootstrap_servers)
+            self._admin = self.admin_for()
         return self._admin
 
-    def producer(self, **config: Any) -> Producer:
-        """A confluent-kafka Producer on this cluster (``acks=all`` etc. as keyword args)."""
-        return Producer({**self.client_config(**config), **_admin.client_logging()})
+    def admin_for(self, addresses: Optional[str] = None, **config: Any) -> AdminClient:
+        """A new AdminClient with this cluster's settings, talking to ``addresses`` only when given."""
+        conf = self.client_config(**config)
+        bootstrap = addresses or conf.pop("bootstrap.servers")
+        conf.pop("bootstrap.servers", None)
+        return _admin.make_admin(bootstrap, **conf)
 
-    def consumer(self, group_id: str, **config: Any) -> Consumer:
+    def producer(self, user: Optional[str] = None, mtls: bool = False, **config: Any) -> Producer:
+        """A confluent-kafka Producer on this cluster (``acks=all`` etc. as keyword args; ``user`` on a secured one)."""
+        return Producer({**self.client_config(user, mtls, **config), **_admin.client_logging()})
+
+    def consumer(self, group_id: str, user: Optional[str] = None, mtls: bool = False, **config: Any) -> Consumer:
         """A confluent-kafka Consumer in ``group_id`` reading from the earliest offset by default."""
-        conf = {"group.id": group_id, "auto.offset.reset": "earliest", **self.client_config(**config)}
+        conf = {"group.id": group_id, "auto.offset.reset": "earliest", **self.client_config(user, mtls, **config)}
         return Consumer({**conf, **_admin.client_logging()})
 
     # ---- reading state
@@ -169,7 +201,7 @@ class Cluster:
             running = [b.address for b in self.brokers if b.state in ("running", "external")]
             if exc.args[0].code() != KafkaError._TIMED_OUT or not running:
                 raise
-            admin = _admin.make_admin(",".join(running))
+            admin = self.admin_for(",".join(running))
             return _admin.describe_topic(admin, self.topic_name(name), timeout=timeout)
 
     def read_all(self, topic: str, timeout: float = 30.0, isolation_level: str = "read_uncommitted",

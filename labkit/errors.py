@@ -95,6 +95,10 @@ class PortInUseError(BrokerStartError):
     """Raised when a broker could not bind its port (another process took it)."""
 
 
+class SecurityError(LabkitError):
+    """Raised for a user or certificate a secured cluster does not have, or asked of a cluster without security."""
+
+
 class ClusterStateError(LabkitError):
     """Raised when an operation does not fit the cluster's state (stopped cluster, unknown broker)."""
 

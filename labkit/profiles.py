@@ -16,12 +16,16 @@ from .environment import environments_dir, kafka_spec, load_toml
 from .errors import ProfileError, SettingError
 
 DEFAULT_PROFILE = "three-brokers"
+SECURITY_MODES = ("plaintext", "secured")
 
 #: Settings labkit writes itself for every node; overriding them would break the cluster.
 MANAGED_SETTINGS = frozenset({
     "process.roles", "node.id", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
     "listeners", "advertised.listeners", "listener.security.protocol.map", "controller.listener.names",
     "inter.broker.listener.name", "log.dirs", "log.dir", "metadata.log.dir",
+    # a secured cluster's TLS and authorization (labkit.security)
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.truststore.type", "ssl.truststore.location",
+    "ssl.principal.mapping.rules", "authorizer.class.name", "super.users",
 })
 
 
@@ -35,6 +39,8 @@ class Profile:
     #: How many of the nodes (ids 1..controllers) are also KRaft controllers.
     controllers: int
     settings: Mapping[str, Any] = field(default_factory=dict)
+    #: "plaintext" (one PLAINTEXT listener), or "secured" (TLS, SCRAM, mutual TLS, ACLs: labkit.security).
+    security: str = "plaintext"
 
 
 def list_profiles() -> list[str]:
@@ -56,9 +62,13 @@ def load_profile(name: str) -> Profile:
     if not 1 <= controllers <= brokers:
         raise ProfileError(f"Profile {name!r} asks for {controllers} controllers among {brokers} brokers.",
                            "Use 1 <= controllers <= brokers in its TOML file.", valid=valid)
+    security = str(data.get("security", "plaintext"))
+    if security not in SECURITY_MODES:
+        raise ProfileError(f"Profile {name!r} asks for security {security!r}.",
+                           f"Use one of: {', '.join(SECURITY_MODES)}.", valid=valid)
     settings = dict(kafka_spec().lab_defaults)
     settings.update(data.get("settings", {}))
-    return Profile(name, data.get("description", ""), brokers, controllers, settings)
+    return Profile(name, data.get("description", ""), brokers, controllers, settings, security)
 
 
 def setting_name(key: str) -> str:

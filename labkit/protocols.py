@@ -8,9 +8,11 @@ parts, never the other way round. ``Cluster`` satisfies every protocol here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from confluent_kafka.admin import AdminClient
 
     from .admin import TopicState
@@ -39,8 +41,12 @@ class ClusterLike(Protocol):
 
     def admin(self) -> "AdminClient": ...
 
+    def admin_for(self, addresses: Optional[str] = None, **config: Any) -> "AdminClient": ...
+
     def topic_name(self, name: str) -> str: ...
 
     def describe_topic(self, name: str, timeout: float = 10.0) -> "TopicState": ...
 
     def on_stop(self, hook: Callable[[], None]) -> None: ...
+
+    def tool_config(self) -> Optional["Path"]: ...

@@ -18,7 +18,6 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from . import _groupreader
-from . import admin as _admin
 from .admin import PartitionState, TopicState
 from .errors import ClusterStateError
 from .groupread import GroupReader, GroupView, MemberView, PartitionLag, parse_group, reader_settings, shared_reader
@@ -299,7 +298,7 @@ class ClusterReader:
         if not running:
             return self.cluster.admin()
         if self._fallback is None or self._fallback[0] != running:
-            self._fallback = (running, _admin.make_admin(",".join(running)))
+            self._fallback = (running, self.cluster.admin_for(",".join(running)))
         return self._fallback[1]
 
     def _read_groups(self, brokers: Sequence[BrokerView], errors: list[str], wait: Optional[float]) -> list[Any]:

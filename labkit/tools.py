@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from .distribution import ensure_distribution
@@ -90,15 +91,20 @@ def _main_class(tool: str) -> tuple[str, bool]:
     return TOOLS[name]
 
 
-def tool_command(tool: str, args: Sequence[str], bootstrap_servers: Optional[str] = None) -> list[str]:
-    """The java command line that runs ``tool`` with ``args``."""
+def tool_command(tool: str, args: Sequence[str], bootstrap_servers: Optional[str] = None,
+                 command_config: Optional[Path] = None) -> list[str]:
+    """The java command line that runs ``tool`` with ``args`` (``--bootstrap-server`` and, on a secured
+    cluster, ``--command-config`` added when the tool takes them and ``args`` do not give them)."""
     main_class, takes_bootstrap = _main_class(tool)
     spec = kafka_spec()
     dist = ensure_distribution()
     args = list(args)
+    asks_help = any(a in ("-h", "--help", "--version") for a in args)
     given = any(a.startswith(("--bootstrap-server", "--bootstrap-controller", "--broker-list")) for a in args)
-    if bootstrap_servers and takes_bootstrap and not given and not any(a in ("-h", "--help", "--version") for a in args):
+    if bootstrap_servers and takes_bootstrap and not given and not asks_help:
         args = ["--bootstrap-server", bootstrap_servers] + args
+    if command_config and takes_bootstrap and not asks_help and "--command-config" not in args:
+        args += ["--command-config", str(command_config)]
     return [str(find_java().executable), f"-Xmx{spec.tool_heap}", *spec.tool_options,
             f"-Dlog4j2.configurationFile={spec.tools_log4j_config}", "-cp", dist.classpath, main_class, *args]
 
@@ -108,11 +114,13 @@ def run_tool(tool: str, *args: str, cluster: Optional["ClusterLike"] = None, boo
     """Run a Kafka command-line tool and return its output.
 
     ``cluster`` (or ``bootstrap_servers``) supplies ``--bootstrap-server`` when the
-    tool takes one and ``args`` do not. With ``check=True`` a non-zero exit raises
+    tool takes one and ``args`` do not (and on a secured cluster the admin's
+    ``--command-config``). With ``check=True`` a non-zero exit raises
     :class:`ToolError` carrying the tool's output.
     """
     bootstrap = bootstrap_servers or (cluster.bootstrap_servers if cluster is not None else None)
-    cmd = tool_command(tool, [str(a) for a in args], bootstrap)
+    config = cluster.tool_config() if cluster is not None and not bootstrap_servers else None
+    cmd = tool_command(tool, [str(a) for a in args], bootstrap, config)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input,
                               stdin=None if input is not None else subprocess.DEVNULL)

@@ -360,7 +360,7 @@ def test_errors_go_to_the_status_line_and_the_thread_keeps_going():
 def test_quiet_view_polls_less_and_wakes_when_a_broker_changes(monkeypatch):
     fake = FakeCluster()
     made = []  # while a broker is paused the view asks the running brokers only, through a client of its own
-    monkeypatch.setattr("labkit.snapshot._admin.make_admin", lambda servers: made.append(servers) or fake.admin())
+    monkeypatch.setattr(fake, "admin_for", lambda servers=None, **kw: made.append(servers) or fake.admin())
     view = ClusterView(fake, groups=False, refresh=0.05, max_rate=100, idle_refresh=30)
     try:
         assert _wait(lambda: view._next_in >= 1.0, timeout=10)

@@ -284,6 +284,9 @@ class DockerCluster(OwnedCluster[DockerNode]):
 
     # ------------------------------------------------------------ start and stop
     def _start_nodes(self, bar: Progress) -> None:
+        if self._profile.security != "plaintext":
+            raise BackendError(f"The {self.profile!r} profile runs on the native backend only (its certificates "
+                               "and listeners are made on this machine).", "Use backend='native' (the default).")
         check_overrides(self._overrides)
         engine = docker_engine()
         self._ensure_image(engine)

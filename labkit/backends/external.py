@@ -10,9 +10,6 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Optional
 
-from confluent_kafka.admin import AdminClient
-
-from .. import admin as _admin
 from ..cluster import Broker, Cluster
 from ..errors import BackendError
 from ..waiting import Wait
@@ -32,13 +29,8 @@ class ExternalCluster(Cluster):
     def bootstrap_servers(self) -> str:
         return self._bootstrap
 
-    def client_config(self, **config: Any) -> dict[str, Any]:
-        return super().client_config(**{**self._extra, **config})
-
-    def admin(self) -> AdminClient:
-        if self._admin is None:
-            self._admin = _admin.make_admin(self.bootstrap_servers, **self.client_config())
-        return self._admin
+    def client_config(self, user: Optional[str] = None, mtls: bool = False, **config: Any) -> dict[str, Any]:
+        return super().client_config(user, mtls, **{**self._extra, **config})
 
     @property
     def brokers(self) -> list[Broker]:

@@ -2,7 +2,8 @@
 
 Every node is a combined KRaft broker+controller (or broker-only beyond the
 profile's controller count) bound to free loopback ports, with its own
-directory under one per-cluster directory. Each JVM is a
+directory under one per-cluster directory. A ``secured`` profile adds TLS,
+SCRAM and mutual-TLS listeners and ACLs (:mod:`labkit.security`). Each JVM is a
 :class:`~labkit.processes.ManagedProcess` of the cluster's
 :class:`~labkit.processes.Supervisor`, so none outlives the Python process that
 started it, even when that process is killed with SIGKILL.
@@ -25,6 +26,7 @@ from ..processes import ManagedProcess, Supervisor, free_ports, tail
 from ..profiles import render_value, validate_settings
 from ..progress import Progress
 from ..cluster import Broker
+from ..security import ADMIN, SECURED_LISTENERS, SecuredCluster, format_arguments
 from .owned import Node, OwnedCluster, data_root, kraft_properties
 
 log = logging.getLogger(__name__)
@@ -63,6 +65,40 @@ class NativeCluster(OwnedCluster[NativeNode]):
         self.data_dir: Optional[Path] = None
         self.distribution: Optional[Distribution] = None
         self.supervisor: Optional[Supervisor] = None
+        #: A secured cluster's CA, users and client settings (None without security).
+        self.security: Optional[SecuredCluster] = None
+
+    # ------------------------------------------------------------ security (the secured profile)
+    @property
+    def users(self) -> dict[str, str]:
+        """SCRAM user -> password, on a secured cluster (the admin is a super user)."""
+        return dict(self.security.users) if self.security else {}
+
+    def security_settings(self, user: Optional[str] = None, mtls: bool = False) -> dict[str, Any]:
+        if self.security is None:
+            return super().security_settings(user, mtls)
+        return self.security.client_settings(user or ADMIN, mtls)
+
+    def listener_addresses(self, mtls: bool = False) -> str:
+        if self.security is None or not mtls:
+            return self.bootstrap_servers
+        return ",".join(f"{n.broker.host}:{n.broker.listeners['MTLS']}" for n in self._nodes.values())
+
+    def add_user(self, name: str, password: str) -> None:
+        """Create ``name`` (or give it a new password) with SCRAM-SHA-512, as the admin: no restart."""
+        if self.security is None:
+            super().add_user(name, password)
+            return
+        from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+        info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192)
+        for future in self.admin().alter_user_scram_credentials(
+                [UserScramCredentialUpsertion(name, info, password.encode())]).values():
+            future.result()
+        self.security.users[name] = password
+
+    def tool_config(self) -> Optional[Path]:
+        return self.security.properties_file() if self.security else None
 
     # ------------------------------------------------------------ public API (native only)
     def broker_log(self, broker_id: int, lines: int = 50) -> str:
@@ -163,6 +199,8 @@ class NativeCluster(OwnedCluster[NativeNode]):
     def _make_nodes(self) -> None:
         assert self.data_dir is not None
         settings = self.settings
+        if self._profile.security == "secured":
+            self.security = SecuredCluster(self.data_dir, list(range(1, self._profile.brokers + 1)))
         for node_id in range(1, self._profile.brokers + 1):
             node_dir = self.data_dir / f"node-{node_id}"
             (node_dir / "logs").mkdir(parents=True)
@@ -171,12 +209,22 @@ class NativeCluster(OwnedCluster[NativeNode]):
             self._nodes[node_id] = NativeNode(broker, dict(settings), dir=node_dir)
         self._assign_ports()
 
+    def _listener_protocols(self) -> dict[str, str]:
+        """Listener name -> security protocol (the first one is where clients bootstrap)."""
+        if self.security is not None:
+            return dict(SECURED_LISTENERS)
+        return {"PLAINTEXT": "PLAINTEXT", "CONTROLLER": "PLAINTEXT"}
+
     def _assign_ports(self) -> None:
         controllers = self._profile.controllers
-        ports = free_ports(len(self._nodes) + controllers)
-        for i, node in enumerate(self._nodes.values()):
-            node.broker.port = ports[i]
-            node.broker.controller_port = ports[len(self._nodes) + i] if node.broker.id <= controllers else None
+        names = [n for n in self._listener_protocols() if n != "CONTROLLER"]
+        ports = iter(free_ports(len(self._nodes) * len(names) + controllers))
+        for node in self._nodes.values():
+            node.broker.listeners = {name: next(ports) for name in names}
+            if node.broker.id <= controllers:
+                node.broker.listeners["CONTROLLER"] = next(ports)
+            node.broker.port = node.broker.listeners[names[0]]
+            node.broker.controller_port = node.broker.listeners.get("CONTROLLER")
         for node in self._nodes.values():
             self._write_properties(node)
 
@@ -184,13 +232,14 @@ class NativeCluster(OwnedCluster[NativeNode]):
         b = node.broker
         voters = ",".join(f"{n.broker.id}@127.0.0.1:{n.broker.controller_port}"
                           for n in self._nodes.values() if n.broker.controller_port)
-        listeners = {"PLAINTEXT": f"127.0.0.1:{b.port}"}
-        if b.controller_port:
-            listeners["CONTROLLER"] = f"127.0.0.1:{b.controller_port}"
-        managed = kraft_properties(b.id, bool(b.controller_port), voters, listeners,
-                                   advertised={"PLAINTEXT": b.address},
-                                   protocols={"PLAINTEXT": "PLAINTEXT", "CONTROLLER": "PLAINTEXT"},
-                                   inter_broker="PLAINTEXT", log_dirs=str(node.data_dir))
+        protocols = self._listener_protocols()
+        listeners = {name: f"127.0.0.1:{port}" for name, port in b.listeners.items()}
+        advertised = {name: where for name, where in listeners.items() if name != "CONTROLLER"}
+        managed = kraft_properties(b.id, bool(b.controller_port), voters, listeners, advertised=advertised,
+                                   protocols=protocols, inter_broker="BROKER" if self.security else "PLAINTEXT",
+                                   log_dirs=str(node.data_dir))
+        if self.security is not None:
+            managed.update(self.security.node_settings(b.id))
         lines = [f"# Written by labkit for cluster {self.name} ({self.profile}); node {b.id}."]
         lines += [f"{k}={render_value(v)}" for k, v in managed.items()]
         lines += ["", "# lab defaults, profile and overrides"]
@@ -208,10 +257,12 @@ class NativeCluster(OwnedCluster[NativeNode]):
 
     def _format_storage(self) -> None:
         spec = kafka_spec()
+        # A secured cluster's admin exists from the start: every controller bootstraps the same credential.
+        scram = format_arguments(ADMIN, self.security.users[ADMIN]) if self.security else []
         procs = []
         for node in self._nodes.values():
             cmd = self._java_command("kafka.tools.StorageTool", "format", "--ignore-formatted", "-t", self.cluster_id,
-                                     "-c", str(node.dir / "server.properties"), heap=spec.tool_heap,
+                                     "-c", str(node.dir / "server.properties"), *scram, heap=spec.tool_heap,
                                      options=spec.tool_options, log4j=spec.tools_log4j_config)
             procs.append((node, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                                  stdin=subprocess.DEVNULL)))

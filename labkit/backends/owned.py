@@ -24,7 +24,6 @@ from typing import Any, ClassVar, Generic, Mapping, Optional, TypeVar
 
 from confluent_kafka import KafkaException
 
-from .. import admin as _admin
 from ..cluster import Broker, Cluster
 from ..errors import ClusterStateError
 from ..profiles import DEFAULT_PROFILE, load_profile, normalize_overrides
@@ -310,7 +309,7 @@ class OwnedCluster(Cluster, Generic[N]):
 
     def _answers(self, broker: Broker) -> bool:
         """A metadata request sent to ``broker``'s own address gets an answer within a second."""
-        client = _admin.make_admin(broker.address, **{"socket.connection.setup.timeout.ms": 1000})
+        client = self.admin_for(broker.address, **{"socket.connection.setup.timeout.ms": 1000})
         try:
             client.list_topics(timeout=1.0)
         except KafkaException:
