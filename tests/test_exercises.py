@@ -58,6 +58,6 @@ def test_untouched_learner_copy_scores_zero(ex_id, tmp_path, output_dir):
     report = _grade(copy, output_dir, f"{ex_id}-learner-copy")
     assert report.score == 0
     assert report.status == "not attempted", report.reason
-    assert len(report.checks) == len(grading.exercise(ex_id).checks)
+    assert len(report.checks) == len(grading.exercise(ex_id, hidden=True).checks)
     assert copy.read_bytes() == before, "grading must not modify the learner's notebook"
     json.loads(report.to_json())

@@ -12,10 +12,14 @@ nb.md("""
 Your team's payments topic must never lose a record the producer was told was written — even
 while brokers crash and restart. Choose the **topic** settings and the **producer** settings.
 
-The grader runs a failure script against your settings on a real three-broker cluster: it
-produces 600 records while it kills the leader, restarts it, kills another broker and brings it
-back. Full marks when no acknowledged record is lost, none is stored twice, and every record
-is acknowledged in the end.
+The grader runs failure scripts against your settings on a real three-broker cluster of its own:
+the one you can try below (the leader of a partition is killed while records are produced), and a
+longer one — about 600 records while the followers of a partition freeze for a moment, their
+leader is killed and later restarted, then another broker is killed and brought back. Full marks
+when no acknowledged record is lost, none is stored twice, and every record is acknowledged in
+the end. (The grader's producer uses your producer *delivery* settings — acks, idempotence,
+retries, timeouts, batching — and gives up on a record after 60 s unless you set
+`message.timeout.ms` yourself.)
 
 *About 20 minutes. Goes with lessons 03 and 04.*
 """)
@@ -54,7 +58,8 @@ ex.check(globals())
 nb.md("""
 ## Try the failure script yourself
 
-This is a smaller version of what the grader runs: kill the leader of partition 0 halfway.
+This is the failure the check `survives_a_leader_kill` runs: kill the leader of partition 0 halfway
+(the grader's hidden script is longer).
 """)
 nb.code("""
 topic = cluster.create_topic("payments", partitions=3, replication_factor=REPLICATION_FACTOR, config=TOPIC_CONFIG)

@@ -1,44 +1,89 @@
-"""Checks for idempotent_retry: the learner's fixed producer config under lost acknowledgements."""
+"""Checks for idempotent_retry: the learner's fixed producer config under lost acknowledgements.
+
+Visible checks (the notebook shows them); the grader adds ``hidden_checks.py``. ``FIXED_CONFIG`` is
+plain data: the grader reads it as librdkafka would (aliases, underscores for dots, the last
+setting wins) and builds the producer in its own process, on its own cluster, from the
+producer delivery settings below only.
+"""
 
 from __future__ import annotations
 
-import time
-import uuid
+from typing import Any
 
-from labkit.grading import check
-from labkit.producing import produce_and_count
+from labkit.grading import Rules, check
+
+#: No module of the lab holds this answer; the generic rules (no dynamic imports, no grading machinery) apply.
+RULES = Rules()
+CLUSTER = "three-brokers"
+#: The notebook pauses brokers itself: it runs on a cluster of its own while graded.
+SHARE_CLUSTER = False
+
+#: librdkafka's aliases, to one name.
+ALIASES = {"request.required.acks": "acks", "message.send.max.retries": "retries",
+           "delivery.timeout.ms": "message.timeout.ms", "queue.buffering.max.ms": "linger.ms",
+           "max.in.flight": "max.in.flight.requests.per.connection", "compression.codec": "compression.type"}
+#: The producer settings a config may hold here: how records are batched, sent, retried and acknowledged.
+#: Anything else (addresses, plugins, security, callbacks) is not the learner's to set in the grader's producer.
+DELIVERY_SETTINGS = frozenset({
+    "acks", "enable.idempotence", "retries", "retry.backoff.ms", "retry.backoff.max.ms", "request.timeout.ms",
+    "message.timeout.ms", "linger.ms", "batch.size", "batch.num.messages", "max.in.flight.requests.per.connection",
+    "compression.type", "compression.level", "enable.gapless.guarantee", "queue.buffering.max.messages",
+    "queue.buffering.max.kbytes", "socket.timeout.ms", "client.id", "partitioner", "sticky.partitioning.linger.ms",
+    "message.max.bytes", "socket.keepalive.enable", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
+    "topic.metadata.refresh.interval.ms", "metadata.max.age.ms",
+})
+DEFAULTS = {"acks": "all", "enable.idempotence": False, "retries": 2147483647, "request.timeout.ms": 30000,
+            "message.timeout.ms": 300000}
 
 
-def _stall(cluster, config: dict):
-    topic = cluster.create_topic(f"retry-{uuid.uuid4().hex[:6]}", partitions=1, replication_factor=3)
-    state = cluster.describe_topic(topic)[0]
-    follower = next(r for r in state.replicas if r != state.leader)
-    kwargs = {k.replace(".", "_"): v for k, v in config.items()}
-    return produce_and_count(cluster, topic, count=400, pace=0.01, keyed=False, **kwargs, actions={
-        150: lambda: cluster.pause_broker(follower), 400: lambda: (time.sleep(5), cluster.resume_broker(follower))})
+def effective_config(config: Any, name: str) -> dict[str, Any]:
+    """``config`` as librdkafka applies it: one name per setting (dots; aliases resolved; the last one wins)."""
+    assert isinstance(config, dict), f"{name} must be a dict of producer settings, not {type(config).__name__}"
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        assert isinstance(key, str), f"{name} has a key that is not a setting name: {key!r}"
+        setting = key if "." in key else key.replace("_", ".")
+        setting = ALIASES.get(setting, setting)
+        assert setting in DELIVERY_SETTINGS, \
+            f"{name} sets {key!r}: only producer delivery settings count here ({', '.join(sorted(DELIVERY_SETTINGS))})"
+        assert isinstance(value, (str, int, float, bool)), f"{name}[{key!r}] should be a string, number or bool"
+        out.pop(setting, None)
+        out[setting] = value
+    return out
+
+
+def setting(config: dict[str, Any], name: str) -> Any:
+    return config.get(name, DEFAULTS.get(name))
+
+
+def is_true(value: Any) -> bool:
+    return str(value).strip().lower() in ("true", "t", "1")
+
+
+def as_int(config: dict[str, Any], name: str) -> int:
+    value = setting(config, name)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise AssertionError(f"{name}={value!r} is not a number") from None
+
+
+def acks_all(config: dict[str, Any]) -> bool:
+    return str(setting(config, "acks")).strip().lower() in ("all", "-1")
 
 
 @check("fixed_config_is_idempotent", points=2,
        hint="One setting makes the broker drop retried batches it already has; it needs acks=all.")
 def fixed_config_is_idempotent(ns):
     """FIXED_CONFIG enables idempotence (with acks=all, which idempotence requires)."""
-    config = dict(ns.FIXED_CONFIG)
-    assert str(config.get("enable.idempotence", "false")).lower() == "true", "idempotence is still off"
-    assert str(config.get("acks", "all")) in ("all", "-1"), f"acks={config.get('acks')!r} does not work with idempotence"
+    config = effective_config(ns.FIXED_CONFIG, "FIXED_CONFIG")
+    assert is_true(setting(config, "enable.idempotence")), "idempotence is still off"
+    assert acks_all(config), f"acks={config.get('acks')!r} does not work with idempotence"
 
 
 @check("keeps_the_short_request_timeout", points=1, hint="Fix the cause, not the symptom: keep request.timeout.ms.")
 def keeps_the_short_request_timeout(ns):
-    """FIXED_CONFIG still times out requests quickly (the fix is not 'never retry')."""
-    config = dict(ns.FIXED_CONFIG)
-    assert int(config.get("request.timeout.ms", 30000)) <= 1500, "keep request.timeout.ms at 1500"
-    assert int(config.get("retries", 1)) > 0, "retries must stay on: without them records fail instead"
-
-
-@check("no_duplicates_after_lost_acks", points=4, hidden=True)
-def no_duplicates_after_lost_acks(ns):
-    """With a follower stalled mid-stream (acknowledgements time out, the producer retries), FIXED_CONFIG stores
-    every record exactly once."""
-    count = _stall(ns.cluster, dict(ns.FIXED_CONFIG))
-    assert count.duplicates == 0, f"{count.duplicates} records stored twice"
-    assert count.acked == count.sent == count.stored, f"acked {count.acked}, stored {count.stored} of {count.sent}"
+    """FIXED_CONFIG still times out requests quickly and retries them (the fix is not 'never retry')."""
+    config = effective_config(ns.FIXED_CONFIG, "FIXED_CONFIG")
+    assert as_int(config, "request.timeout.ms") <= 1500, "keep request.timeout.ms at 1500"
+    assert as_int(config, "retries") > 0, "retries must stay on: without them records fail instead"

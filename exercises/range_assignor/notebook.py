@@ -12,7 +12,7 @@ nb.md("""
 When a consumer group rebalances, one member (the leader) runs an **assignor** that decides who
 reads which partition. The oldest and still default-in-many-clients one is **range**. Implement
 it; the grader compares your function with a reference on hundreds of layouts you have not seen
-and with what three real consumers were handed by the group.
+and with what real consumers (subscribed to different topics) were handed by the group.
 
 *About 20 minutes. Goes with lesson 05.*
 """)

@@ -21,11 +21,15 @@ except ImportError:
     pass
 
 MIME = "application/vnd.kafka-lab.reply+json"
-_OURS = ("<labkit-agent>", "<labkit-task>")
+
+
+def _in_a_cell(filename):
+    """A notebook cell's code (IPython names cells after the kernel, never after a library file)."""
+    return "ipykernel_" in filename or filename.startswith("<ipython-input")
 
 
 def _failure(exc):
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename not in _OURS]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _in_a_cell(f.filename)]
     return {"ok": False, "type": type(exc).__name__, "message": str(exc)[:500],
             "line": frames[-1].lineno if frames else None}
 

@@ -147,10 +147,15 @@ class KernelSession:
             pass
 
 
-def _raise_failure(reply: dict[str, Any], what: str) -> None:
+def _raise_failure(reply: dict[str, Any], what: str, calls: Optional[list[tuple]] = None) -> None:
+    if calls is not None and reply.get("index") is not None:  # which of many calls failed
+        args = ", ".join(repr(a)[:40] for a in calls[reply["index"]])
+        what = f"{what.rstrip('()')}({args})"
     if reply.get("type") == "NotPlainData":
         raise not_plain(wire.NotPlainData(reply.get("message", "")), what)
-    raise LearnerError(reply.get("type", "Error"), reply.get("message", ""), reply.get("line"))
+    message = reply.get("message", "")
+    raise LearnerError(reply.get("type", "Error"), f"{message} (in {what})" if calls is not None else message,
+                       reply.get("line"))
 
 
 class RemoteFunction:
@@ -171,7 +176,7 @@ class RemoteFunction:
         reply = self._session.request({"op": "many", "name": self.__name__,
                                        "calls": wire.encode([[list(c), {}] for c in calls])})
         if not reply.get("ok"):
-            _raise_failure(reply, f"{self.__name__}()")
+            _raise_failure(reply, f"{self.__name__}()", list(calls))
         return [wire.decode(v) for v in reply["values"]]
 
 
