@@ -25,6 +25,7 @@ from .tools import ToolResult, run_tool
 from .waiting import Wait
 
 if TYPE_CHECKING:
+    from .services.registry import SchemaRegistry
     from .widgets import ClusterView
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ class Cluster:
         self._admin: Optional[AdminClient] = None
         self.topic_prefix = os.environ.get("LABKIT_TOPIC_PREFIX", "")
         self._stop_hooks: list[Callable[[], None]] = []
+        self._registry: Optional["SchemaRegistry"] = None
 
     def on_stop(self, hook: Callable[[], None]) -> None:
         """Run ``hook()`` when :meth:`stop` begins, before any broker goes (a Spark session, a live view)."""
@@ -226,6 +228,30 @@ class Cluster:
 
         return Wait(f"partition {partition} of {topic!r} to get a new leader", timeout=timeout,
                     interval=0.2).until(moved)
+
+    # ---- services beside the brokers
+    def start_schema_registry(self) -> "SchemaRegistry":
+        """Start a schema registry for this cluster (a real server: :mod:`labkit.services.registry`)."""
+        from .services import registry
+
+        if self._registry is None:
+            self._registry = registry.start(self)
+        return self._registry
+
+    @property
+    def schema_registry_url(self) -> str:
+        """The registry's Confluent-compatible URL (``SchemaRegistryClient({"url": ...})``)."""
+        if self._registry is None:
+            raise ClusterStateError("This cluster has no schema registry.",
+                                    "Start one with labkit.start_cluster(schema_registry=True) "
+                                    "or cluster.start_schema_registry().")
+        return self._registry.url
+
+    def schema_registry(self) -> Any:
+        """A confluent-kafka ``SchemaRegistryClient`` for this cluster's registry."""
+        self.schema_registry_url  # noqa: B018 - raises the friendly error when there is none
+        assert self._registry is not None
+        return self._registry.client()
 
     def view(self, topics: Optional[list[str]] = None, **options: Any) -> "ClusterView":
         """A live dashboard of this cluster for notebooks (:class:`labkit.widgets.ClusterView`)."""

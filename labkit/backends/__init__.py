@@ -29,7 +29,7 @@ BACKENDS: dict[str, Callable[..., Cluster]] = {"native": native.start, "docker":
 def start_cluster(profile: str = DEFAULT_PROFILE, backend: Optional[str] = None,
                   overrides: Optional[Mapping[str, Any]] = None, *, progress: bool = True,
                   start_timeout: Optional[float] = None, bootstrap_servers: Optional[str] = None,
-                  **broker_settings: Any) -> Cluster:
+                  schema_registry: bool = False, **broker_settings: Any) -> Cluster:
     """Start a private Kafka cluster for this notebook and wait until it is ready.
 
     ``profile`` names a file in ``environments/profiles/`` (``single-broker``,
@@ -38,7 +38,8 @@ def start_cluster(profile: str = DEFAULT_PROFILE, backend: Optional[str] = None,
     ``overrides`` dict. With ``bootstrap_servers`` (or ``LABKIT_BOOTSTRAP`` set: a
     shared classroom or ``labkit cluster up`` cluster) the notebook attaches to that
     cluster instead. ``progress`` shows a progress bar while starting;
-    ``start_timeout`` bounds the wait (default: the backend's own).
+    ``start_timeout`` bounds the wait (default: the backend's own). ``schema_registry=True``
+    starts a schema registry beside the brokers (``cluster.schema_registry_url``).
     """
     if backend is None:
         attach = bootstrap_servers or os.environ.get("LABKIT_BOOTSTRAP")
@@ -55,7 +56,15 @@ def start_cluster(profile: str = DEFAULT_PROFILE, backend: Optional[str] = None,
         options["bootstrap_servers"] = bootstrap_servers
     if backend == "external" and not bootstrap_servers and os.environ.get("LABKIT_BOOTSTRAP"):
         settings = {}  # a notebook written for its own cluster, attached to a shared one: its settings cannot apply
-    return BACKENDS[backend](profile, overrides=settings, progress=progress, start_timeout=start_timeout, **options)
+    cluster = BACKENDS[backend](profile, overrides=settings, progress=progress, start_timeout=start_timeout,
+                                **options)
+    if schema_registry:
+        try:
+            cluster.start_schema_registry()
+        except BaseException:
+            cluster.stop()
+            raise
+    return cluster
 
 
 __all__ = ["BACKENDS", "ExternalCluster", "connect", "start_cluster"]

@@ -1,0 +1,73 @@
+"""Processes that live beside a cluster's brokers: a schema registry, Kafka Connect workers, MirrorMaker 2.
+
+Each runs as a :class:`~labkit.processes.ManagedProcess` of the cluster's
+:class:`~labkit.processes.Supervisor` (so it dies with the kernel, even one killed
+with SIGKILL), on its own loopback port, with its log in the cluster's directory, and
+is ready when its HTTP endpoint answers. ``cluster.stop()`` stops it before the
+brokers (the supervisor stops the newest processes first). A cluster labkit does not
+own (external) gets a supervisor of its own for its services, stopped with it.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Optional
+
+from ..processes import Supervisor
+
+
+def supervisor_of(cluster: Any) -> Supervisor:
+    """The supervisor that owns ``cluster``'s processes (one is made for a cluster without one)."""
+    found = getattr(cluster, "supervisor", None)
+    if found is not None:
+        return found
+    found = getattr(cluster, "_services_supervisor", None)
+    if found is None:
+        found = Supervisor(Path(tempfile.mkdtemp(prefix="labkit-services-")))
+        cluster._services_supervisor = found
+        cluster.on_stop(found.stop_all)
+    return found
+
+
+def service_dir(cluster: Any, name: str) -> Path:
+    """A directory for one service's files and logs, inside the cluster's (deleted with it)."""
+    root = getattr(cluster, "data_dir", None) or supervisor_of(cluster).root
+    path = Path(root) / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def http(method: str, url: str, body: Any = None, timeout: float = 10.0,
+         content_type: str = "application/json") -> tuple[int, Any]:
+    """One HTTP request on loopback; (status, decoded JSON or text). Error statuses are returned, not raised."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method,
+                                     headers={"Content-Type": content_type, "Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            status, raw = response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        status, raw = exc.code, exc.read()
+    text = raw.decode(errors="replace")
+    try:
+        return status, json.loads(text) if text else None
+    except ValueError:
+        return status, text
+
+
+def answers(url: str, timeout: float = 1.0) -> bool:
+    """``url`` answers a GET with a 2xx status (a closed port or an error status: False)."""
+    try:
+        return 200 <= http("GET", url, timeout=timeout)[0] < 300
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def java_options(heap: str = "128m", extra: Optional[list[str]] = None) -> list[str]:
+    """JVM options for a service: a small heap, the client compiler, a collector without threads of its own."""
+    return ["-Xms32m", f"-Xmx{heap}", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k",
+            "-XX:MaxMetaspaceSize=160m", "-Djava.awt.headless=true", *(extra or [])]
