@@ -65,6 +65,26 @@ def _docker() -> Check:
     return Check("Docker (optional backend)", True, f"engine {proc.stdout.strip()}", optional=True)
 
 
+def _fast_start() -> Check:
+    from . import classdata
+    from .distribution import cached_distribution
+
+    try:
+        dist = cached_distribution()
+        found = classdata.status(dist) if dist is not None else None
+    except LabkitError as exc:
+        return Check("Fast start (optional)", False, str(exc), exc.hint, optional=True)
+    if found is None:
+        return Check("Fast start (optional)", False, "no Kafka jars yet", "Run `make setup`.", optional=True)
+    missing = [kind for kind, path in found.items() if path is None]
+    if not missing:
+        return Check("Fast start (optional)", True, f"class-data archives in {found['broker'].parent}",  # type: ignore[union-attr]
+                     optional=True)
+    return Check("Fast start (optional)", False,
+                 f"no {' or '.join(missing)} class-data archive for this Java and these jars: JVMs start about 2x slower",
+                 "Run `labkit setup` (or `make setup`).", optional=True)
+
+
 def _disk() -> Check:
     from .backends.owned import data_root
 
@@ -93,7 +113,7 @@ def _pyspark(fetch: bool = False) -> Check:
 
 
 def run_checks() -> list[Check]:
-    return [_python(), _java(), _jars(), _pyspark(), _docker(), _disk()]
+    return [_python(), _java(), _jars(), _fast_start(), _pyspark(), _docker(), _disk()]
 
 
 class SetupReport:

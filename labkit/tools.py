@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
+from . import classdata
 from .distribution import ensure_distribution
 from .jvm import find_java
 from .environment import kafka_spec
@@ -92,9 +93,12 @@ def _main_class(tool: str) -> tuple[str, bool]:
 
 
 def tool_command(tool: str, args: Sequence[str], bootstrap_servers: Optional[str] = None,
-                 command_config: Optional[Path] = None) -> list[str]:
+                 command_config: Optional[Path] = None, archive_dump: Optional[Path] = None) -> list[str]:
     """The java command line that runs ``tool`` with ``args`` (``--bootstrap-server`` and, on a secured
-    cluster, ``--command-config`` added when the tool takes them and ``args`` do not give them)."""
+    cluster, ``--command-config`` added when the tool takes them and ``args`` do not give them).
+
+    It maps the tools' class-data archive when ``labkit setup`` built one (:mod:`labkit.classdata`);
+    ``archive_dump`` makes it write one instead."""
     main_class, takes_bootstrap = _main_class(tool)
     spec = kafka_spec()
     dist = ensure_distribution()
@@ -105,8 +109,10 @@ def tool_command(tool: str, args: Sequence[str], bootstrap_servers: Optional[str
         args = ["--bootstrap-server", bootstrap_servers] + args
     if command_config and takes_bootstrap and not asks_help and "--command-config" not in args:
         args += ["--command-config", str(command_config)]
-    return [str(find_java().executable), f"-Xmx{spec.tool_heap}", *spec.tool_options,
-            f"-Dlog4j2.configurationFile={spec.tools_log4j_config}", "-cp", dist.classpath, main_class, *args]
+    cp, archive = classdata.tool_setup(dist)
+    sharing = classdata.dump_options(archive_dump) if archive_dump else classdata.use_options(archive)
+    return [str(find_java().executable), f"-Xmx{spec.tool_heap}", *spec.tool_options, *sharing,
+            f"-Dlog4j2.configurationFile={spec.tools_log4j_config}", "-cp", cp, main_class, *args]
 
 
 def run_tool(tool: str, *args: str, cluster: Optional["ClusterLike"] = None, bootstrap_servers: Optional[str] = None,

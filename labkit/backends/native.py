@@ -16,8 +16,10 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Sequence
 
+from .. import admin as _admin
+from .. import classdata
 from ..distribution import Distribution, ensure_distribution
 from ..jvm import find_java
 from ..environment import kafka_spec
@@ -32,6 +34,8 @@ from .owned import Node, OwnedCluster, data_root, kraft_properties
 log = logging.getLogger(__name__)
 
 _BIND_FAILURES = ("Address already in use", "BindException")
+#: What the node launcher (java/LabKafka.java) prints when formatting the storage failed.
+_FORMAT_FAILED = "labkit: formatting the storage failed"
 
 
 @dataclass
@@ -59,11 +63,18 @@ class NativeCluster(OwnedCluster[NativeNode]):
     """A Kafka cluster of JVMs on this machine, owned by this Python process."""
 
     backend = "native"
+    #: Asked every 50 ms while starting, through a client that retries refused connections within 200 ms.
+    poll_interval = 0.05
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.data_dir: Optional[Path] = None
         self.distribution: Optional[Distribution] = None
+        #: Write the broker class-data archive here when node 1 exits cleanly (``labkit setup``).
+        self.archive_dump: Optional[Path] = None
+        self._launcher: Optional[Path] = None
+        self._classpath = ""
+        self._archive: Optional[Path] = None
         self.supervisor: Optional[Supervisor] = None
         #: A secured cluster's CA, users and client settings (None without security).
         self.security: Optional[SecuredCluster] = None
@@ -121,17 +132,21 @@ class NativeCluster(OwnedCluster[NativeNode]):
     def _start_nodes(self, bar: Progress) -> None:
         self.distribution = ensure_distribution(progress=self._progress)
         validate_settings(self._overrides, self.distribution.broker_config_names())
+        # The node launcher (formats in the broker's own JVM), the jar-by-jar classpath and the
+        # class-data archive for it (see labkit.classdata); without a launcher: format first, apart.
+        self._launcher, self._classpath, self._archive = classdata.broker_setup(self.distribution)
         root = data_root()
         root.mkdir(parents=True, exist_ok=True)
         self.data_dir = Path(tempfile.mkdtemp(prefix=f"{self.name}-", dir=root))
         self.supervisor = Supervisor(self.data_dir)
         self._make_nodes()
-        self._format_storage()
+        if self._launcher is None:
+            self._format_storage()
         bar.step("storage formatted")
         for attempt in range(3):
             try:
                 for node in self._nodes.values():
-                    self._launch(node)
+                    self._launch(node, format_storage=self._launcher is not None)
                     node.broker.state = "running"
                 self._wait_ready(bar)
                 return
@@ -148,14 +163,14 @@ class NativeCluster(OwnedCluster[NativeNode]):
             self.supervisor.stop_all()
 
     # ------------------------------------------------------------ one node
-    def _launch(self, node: NativeNode) -> None:
+    def _launch(self, node: NativeNode, format_storage: bool = False) -> None:
+        """Start the node's JVM; ``format_storage`` (the cluster's start) formats its storage first, in it."""
+        cmd = self._node_command(node, format_storage)
         if node.process is None:
-            spec = kafka_spec()
             assert self.supervisor is not None
-            cmd = self._java_command("kafka.Kafka", str(node.dir / "server.properties"), heap=spec.heap,
-                                     options=spec.jvm_options, log4j=spec.log4j_config, logs_dir=node.dir / "logs")
             node.process = self.supervisor.process(f"broker {node.broker.id}", cmd, node.stdout_path, cwd=node.dir,
                                                    logs=[node.log_path])
+        node.process.command = cmd  # a restart (start_broker) does not format again
         node.process.start()
         node.broker.pid = node.process.pid
 
@@ -178,6 +193,38 @@ class NativeCluster(OwnedCluster[NativeNode]):
     def _is_running(self, node: NativeNode) -> bool:
         return node.running()
 
+    def _node_command(self, node: NativeNode, format_storage: bool) -> list[str]:
+        spec = kafka_spec()
+        properties = str(node.dir / "server.properties")
+        if self.archive_dump is not None and node.broker.id == 1:
+            sharing = classdata.dump_options(self.archive_dump)
+        else:
+            sharing = classdata.use_options(self._archive) if self._archive is not None else []
+        if self._launcher is None:
+            main, args = "kafka.Kafka", [properties]
+        else:
+            main, args = classdata.LAUNCHER_MAIN, [properties]
+            if format_storage:
+                # In a file (private, beside server.properties): a secured cluster's SCRAM credential
+                # must not stay on the broker's command line for its lifetime.
+                args_file = node.dir / "format.args"
+                args_file.touch(mode=0o600)
+                args_file.write_text("\n".join(self._format_arguments(node)) + "\n")
+                args = ["--format", str(args_file), properties]
+        return self._java_command(main, *args, heap=spec.heap, options=spec.jvm_options, log4j=spec.log4j_config,
+                                  logs_dir=node.dir / "logs", classpath=self._classpath or None, sharing=sharing)
+
+    def _format_arguments(self, node: NativeNode) -> list[str]:
+        """What ``kafka-storage format`` is given for ``node`` (after the word ``format``)."""
+        # A secured cluster's admin exists from the start: every controller bootstraps the same credential.
+        scram = format_arguments(ADMIN, self.security.users[ADMIN]) if self.security else []
+        return ["--ignore-formatted", "-t", self.cluster_id, "-c", str(node.dir / "server.properties"), *scram]
+
+    def _ready_probe(self) -> Callable[[], set[int]]:
+        # Its own client: the shared one backs off to 1 s between refused connections.
+        probe = self.admin_for(**{"reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 200})
+        return lambda: _admin.broker_ids(probe, timeout=1.0)
+
     def _check_alive(self, nodes: list[NativeNode]) -> None:
         for node in nodes:
             if node.process is None:
@@ -186,7 +233,13 @@ class NativeCluster(OwnedCluster[NativeNode]):
                 node.process.check_alive()
             except ProcessStartError:
                 node.broker.state = "killed"
-                text = tail(node.log_path, 30) + "\n" + tail(node.stdout_path, 15)
+                out = tail(node.stdout_path, 15)
+                if _FORMAT_FAILED in out:
+                    raise BrokerStartError(f"Formatting the storage of node {node.broker.id} failed.",
+                                           "Check the broker settings; the formatter's output is below.",
+                                           broker_id=node.broker.id, log_path=node.stdout_path,
+                                           log_tail=out.strip()) from None
+                text = tail(node.log_path, 30) + "\n" + out
                 kind = PortInUseError if any(s in text for s in _BIND_FAILURES) else BrokerStartError
                 raise kind(f"Broker {node.broker.id} exited during start-up (exit code {node.process.returncode}).",
                            f"See {node.log_path} (tail below).",
@@ -247,23 +300,25 @@ class NativeCluster(OwnedCluster[NativeNode]):
         (node.dir / "server.properties").write_text("\n".join(lines) + "\n")
 
     def _java_command(self, main_class: str, *args: str, heap: str, options: tuple[str, ...],
-                      log4j: Path, logs_dir: Optional[Path] = None) -> list[str]:
+                      log4j: Path, logs_dir: Optional[Path] = None, classpath: Optional[str] = None,
+                      sharing: Sequence[str] = ()) -> list[str]:
         assert self.distribution is not None
-        cmd = [str(find_java().executable), f"-Xms{heap}", f"-Xmx{heap}", *options,
+        cmd = [str(find_java().executable), f"-Xms{heap}", f"-Xmx{heap}", *options, *sharing,
                f"-Dlabkit.cluster={self.data_dir}", f"-Dlog4j2.configurationFile={log4j}"]
         if logs_dir is not None:
             cmd.append(f"-Dkafka.logs.dir={logs_dir}")
-        return cmd + ["-cp", self.distribution.classpath, main_class, *args]
+        return cmd + ["-cp", classpath or self.distribution.classpath, main_class, *args]
 
     def _format_storage(self) -> None:
+        """One ``kafka-storage format`` JVM per node, all at once: only when the node launcher could not be built."""
         spec = kafka_spec()
-        # A secured cluster's admin exists from the start: every controller bootstraps the same credential.
-        scram = format_arguments(ADMIN, self.security.users[ADMIN]) if self.security else []
+        assert self.distribution is not None
+        cp, archive = classdata.tool_setup(self.distribution)
         procs = []
         for node in self._nodes.values():
-            cmd = self._java_command("kafka.tools.StorageTool", "format", "--ignore-formatted", "-t", self.cluster_id,
-                                     "-c", str(node.dir / "server.properties"), *scram, heap=spec.tool_heap,
-                                     options=spec.tool_options, log4j=spec.tools_log4j_config)
+            cmd = self._java_command("kafka.tools.StorageTool", "format", *self._format_arguments(node),
+                                     heap=spec.tool_heap, options=spec.tool_options, log4j=spec.tools_log4j_config,
+                                     classpath=cp, sharing=classdata.use_options(archive))
             procs.append((node, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                                  stdin=subprocess.DEVNULL)))
         for node, proc in procs:

@@ -20,7 +20,7 @@ import uuid
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Mapping, Optional, TypeVar
+from typing import Any, Callable, ClassVar, Generic, Mapping, Optional, TypeVar
 
 from confluent_kafka import KafkaException
 
@@ -287,9 +287,10 @@ class OwnedCluster(Cluster, Generic[N]):
         nodes = list(self._nodes.values())
         expected = {node.broker.id for node in nodes}
         seen: set[int] = set()
+        live_ids = self._ready_probe()
 
         def registered() -> bool:
-            ids = self.live_broker_ids()
+            ids = live_ids()
             for new in sorted((ids & expected) - seen):
                 seen.add(new)
                 bar.step(f"broker {new} registered")
@@ -298,6 +299,10 @@ class OwnedCluster(Cluster, Generic[N]):
         Wait(f"all {len(expected)} brokers to register", timeout=self.start_timeout, interval=self.poll_interval,
              hint=self.start_hint, check=lambda: self._check_alive(nodes),
              evidence=lambda: self._evidence(nodes)).until(registered)
+
+    def _ready_probe(self) -> Callable[[], set[int]]:
+        """What :meth:`_wait_ready` asks: the ids of the brokers in the metadata (a backend may ask faster)."""
+        return self.live_broker_ids
 
     def _rejoined(self, broker: Broker) -> bool:
         """The broker is listed in the metadata *and* answers a metadata request on its own address.
