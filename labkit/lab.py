@@ -87,7 +87,7 @@ def prepare(notebooks: Path, workspaces_dir: Path) -> Path:
     """Everything :func:`command` expects: the personal start page, the settings, the workspace."""
     from .startpage import write_personal_page
 
-    page = write_personal_page()
+    page = write_personal_page(notebooks)
     write_overrides()
     save_workspace(workspaces_dir, page.relative_to(notebooks).as_posix())
     return page

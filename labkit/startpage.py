@@ -73,10 +73,10 @@ def _minutes(value) -> str:
     return f"{value} min" if value else ""
 
 
-def lessons() -> list[tuple[str, Path, dict[str, Any]]]:
+def lessons(notebooks: Path = NOTEBOOKS) -> list[tuple[str, Path, dict[str, Any]]]:
     """(lesson number, notebook, its kafka_lab metadata + title), in order."""
     found = []
-    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+    for path in sorted(notebooks.glob("[0-9][0-9]_*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         meta = {**nb.metadata.get("kafka_lab", {}), "title": nb.metadata.get("title", path.stem)}
         found.append((path.name[:2], path, meta))
@@ -90,9 +90,9 @@ def exercises() -> list[dict[str, Any]]:
         return list(tomllib.load(fh).get("exercise", []))
 
 
-def lesson_rows(record: Optional[dict[str, Any]] = None) -> list[str]:
+def lesson_rows(record: Optional[dict[str, Any]] = None, notebooks: Path = NOTEBOOKS) -> list[str]:
     rows = []
-    for number, path, meta in lessons():
+    for number, path, meta in lessons(notebooks):
         row = f"| [{meta['title']}]({path.name}) | {meta.get('summary', '')} | {_minutes(meta.get('minutes'))} |"
         if record is not None:
             row += f" {_lesson_progress(number, record)} |"
@@ -120,7 +120,7 @@ def _lesson_progress(number: str, record: dict[str, Any]) -> str:
     return done + (f", predictions {right}/{judged} right" if judged else "")
 
 
-def render(record: Optional[dict[str, Any]] = None) -> str:
+def render(record: Optional[dict[str, Any]] = None, notebooks: Path = NOTEBOOKS) -> str:
     """The start page; with the learner's ``record``, a column of their progress per lesson and exercise."""
     mine = record is not None
     lesson_head = "| lesson | what you will see | time |" + (" your progress |" if mine else "")
@@ -128,7 +128,7 @@ def render(record: Optional[dict[str, Any]] = None) -> str:
     parts = [INTRO]
     if mine:
         parts += [f"*Your progress as of {time.strftime('%d %b %H:%M')} (reopen this page to refresh it).*\n"]
-    parts += ["## Lessons\n", lesson_head, "|---|---|---|" + ("---|" if mine else ""), *lesson_rows(record), ""]
+    parts += ["## Lessons\n", lesson_head, "|---|---|---|" + ("---|" if mine else ""), *lesson_rows(record, notebooks), ""]
     rows = exercise_rows(record)
     if rows:
         parts += ["## Exercises\n", EXERCISE_HELP, exercise_head, "|---|---|---|---|" + ("---|" if mine else ""),
@@ -137,12 +137,13 @@ def render(record: Optional[dict[str, Any]] = None) -> str:
     return "\n".join(parts)
 
 
-def write_personal_page() -> Path:
-    """Write ``notebooks/START.md``: the start page with the learner's progress."""
+def write_personal_page(notebooks: Path = NOTEBOOKS) -> Path:
+    """Write ``START.md`` in ``notebooks``: the start page with the learner's progress."""
     from .learner import load
 
-    PERSONAL_PAGE.write_text(render(load()))
-    return PERSONAL_PAGE
+    page = notebooks / PERSONAL_PAGE.name
+    page.write_text(render(load(), notebooks))
+    return page
 
 
 def main(argv: list[str] | None = None) -> int:

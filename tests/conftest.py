@@ -14,6 +14,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 OUTPUT = REPO / "test-output"
+#: Lessons executed in a real browser (test_browser.py) instead of papermill, and the text each must show
+#: rendered (a prediction's widget, the metrics panel); an empty tuple: plotly figures only.
+BROWSER_LESSONS = {"00_welcome": ("Predict:",), "02_keys_and_murmur2": ("Predict:",),
+                   "07_spark_structured_streaming": (), "11_operations_and_performance": ("Predict:",)}
 
 
 @pytest.fixture(scope="session")
@@ -73,12 +77,27 @@ def jvm_pids():
     return java_pids_of
 
 
-def pytest_configure(config):
-    # The learner's record (predictions, lessons done) goes to a scratch dir, never the real one.
-    if not os.environ.get("LABKIT_STATE_DIR"):
-        import tempfile
+_SCRATCH: list[Path] = []
 
-        os.environ["LABKIT_STATE_DIR"] = tempfile.mkdtemp(prefix="labkit-test-state-")
+
+def pytest_configure(config):
+    import tempfile
+
+    # The learner's record (predictions, lessons done) goes to a scratch dir, never the real one; and every
+    # test process (each pytest-xdist worker too) keeps its clusters' directories in one of its own, so a
+    # test that looks for leftovers never sees another worker's live cluster.
+    for name in ("LABKIT_STATE_DIR", "LABKIT_DATA_DIR"):
+        if not os.environ.get(name):
+            scratch = Path(tempfile.mkdtemp(prefix=f"labkit-test-{name[7:].lower()}-"))
+            _SCRATCH.append(scratch)
+            os.environ[name] = str(scratch)
+
+
+def pytest_unconfigure(config):
+    import shutil
+
+    for scratch in _SCRATCH:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,9 +1,17 @@
-"""Lessons in a real browser: JupyterLab on loopback, driven by Playwright in headless Chromium.
+"""The lab in a real browser: JupyterLab on loopback, driven by Playwright in headless Chromium.
 
-For each checked lesson the test opens it in JupyterLab, runs all cells from the
-Run menu, waits until the kernel has run every cell, and asserts that no cell
-errored and that plotly figures and ipywidgets actually rendered in the page.
-A screenshot per lesson lands in ``test-output/browser/``.
+The server is started the way ``labkit lab`` starts it (:mod:`labkit.lab`: its settings,
+its workspace, the learner's personal start page), on a copy of ``notebooks/``.
+
+* The first screen: the rendered start page (lessons, exercises, the learner's progress),
+  alone — no Markdown source, no Launcher tab, no "news" pop-up.
+* The browser lessons (``conftest.BROWSER_LESSONS``): each is opened, run with Run All
+  Cells, saved; no cell errored or printed to stderr, plotly figures and widgets actually
+  rendered (predictions, the live view, the metrics panel), and the saved notebook's
+  checked outputs match the stored ones. For these lessons this run in the browser is
+  their one execution in ``make test`` (``test_notebooks.py`` runs the others).
+
+Screenshots land in ``test-output/browser/``.
 
 Chromium comes from Debian (``make setup-browser`` installs it); Playwright's
 Python package drives it through ``executable_path``, so nothing is downloaded
@@ -18,7 +26,6 @@ import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -26,15 +33,16 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import REPO, java_pids_of
+from checked_outputs import differences, sanitize_patterns
+from conftest import BROWSER_LESSONS, REPO, java_pids_of
+from labkit import lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.notebook]
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
                  "--no-first-run", "--disable-component-update", "--disable-sync"]
-#: Lessons checked in the browser, and whether each must show an ipywidget.
-LESSONS = {"00_welcome": True, "02_keys_and_murmur2": True, "07_spark_structured_streaming": False}
+LESSONS = [name for name in BROWSER_LESSONS if (REPO / "notebooks" / f"{name}.ipynb").exists()]
 #: The notebook on screen (JupyterLab keeps other documents in the DOM, hidden).
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 
@@ -46,14 +54,10 @@ def _free_port() -> int:
 
 
 def _lab_settings(settings_dir: Path) -> None:
-    """JupyterLab settings for a quiet, fully rendered page: every cell in the DOM, no news pop-up."""
+    """The test's own user setting: every cell in the DOM, so the test can see all of them (the rest is the lab's)."""
     tracker = settings_dir / "@jupyterlab" / "notebook-extension"
     tracker.mkdir(parents=True)
     (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    notes = settings_dir / "@jupyterlab" / "apputils-extension"
-    notes.mkdir(parents=True)
-    (notes / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
-                                                                        "checkForUpdates": False}))
 
 
 @pytest.fixture(scope="module")
@@ -63,19 +67,27 @@ def jupyterlab(tmp_path_factory):
         pytest.fail("Chromium is not installed: run `make setup-browser` (Debian package `chromium`).")
     work = tmp_path_factory.mktemp("lab")
     root = work / "notebooks"
-    shutil.copytree(REPO / "notebooks", root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    shutil.copytree(REPO / "notebooks", root, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "START.md"))
     _lab_settings(work / "settings")
     data_dir = work / "clusters"
     data_dir.mkdir()
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(work / "settings"), LABKIT_DATA_DIR=str(data_dir),
-               JUPYTER_CONFIG_DIR=str(work / "config"))
+               JUPYTER_CONFIG_DIR=str(work / "config"), LABKIT_STATE_DIR=str(work / "learner"))
     env.pop("LABKIT_BOOTSTRAP", None)
+    saved_state = os.environ.get("LABKIT_STATE_DIR")
+    os.environ["LABKIT_STATE_DIR"] = env["LABKIT_STATE_DIR"]  # the personal page reads this learner's record
+    try:
+        lab.prepare(root, work / "workspaces")
+    finally:
+        if saved_state is None:
+            os.environ.pop("LABKIT_STATE_DIR", None)
+        else:
+            os.environ["LABKIT_STATE_DIR"] = saved_state
     log = (work / "jupyterlab.log").open("w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-         "--ServerApp.port_retries=0"] + (["--allow-root"] if os.geteuid() == 0 else []),
+        lab.command(root, work / "workspaces", port=port, open_browser=False,
+                    extra=(f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0")),
         stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -150,9 +162,34 @@ def _wait_all_cells_ran(page, notebook: Path, timeout: float, stall: float = 180
     raise AssertionError(f"not every cell ran (prompts {last})")
 
 
+def test_the_first_screen_is_the_rendered_start_page(jupyterlab, browser, output_dir):
+    """What `make lab` shows first: the start page rendered, with the learner's progress, and nothing else."""
+    shots = output_dir / "browser"
+    shots.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        page.goto(f"{jupyterlab['base']}/?token={jupyterlab['token']}")  # where `labkit lab` points the browser
+        page.wait_for_selector(".jp-RenderedMarkdown h1", timeout=60_000)
+        time.sleep(2)  # anything that would pop up, pops up now
+        page.screenshot(path=str(shots / "first-screen.png"))
+        assert page.locator(".jp-RenderedMarkdown h1").first.inner_text() == "Kafka Lab — start here"
+        tabs = [t.strip() for t in page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab").all_inner_texts()]
+        assert tabs == ["START.md"], f"open tabs: {tabs}"
+        assert page.locator(".jp-Launcher").count() == 0, "an empty Launcher tab is open"
+        assert page.locator(".jp-FileEditor").count() == 0, "the start page opened as Markdown source"
+        assert page.locator(".Toastify__toast").count() == 0, "a notification pops up"
+        text = page.locator(".jp-RenderedMarkdown").first.inner_text()
+        lessons = sorted(p.stem for p in jupyterlab["root"].glob("[0-9][0-9]_*.ipynb"))
+        links = page.locator(".jp-RenderedMarkdown table a").all_inner_texts()
+        assert len([a for a in links if a[:2].isdigit()]) == len(lessons), "every lesson is listed"
+        assert "your progress" in text and "your score" in text, "the learner's own progress is on the page"
+    finally:
+        page.close()
+
+
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_lesson_runs_and_renders_in_chromium(lesson, jupyterlab, browser, output_dir):
-    has_widgets = LESSONS[lesson]
+    expects = BROWSER_LESSONS[lesson]
     notebook = jupyterlab["root"] / f"{lesson}.ipynb"
     shots = output_dir / "browser"
     shots.mkdir(parents=True, exist_ok=True)
@@ -180,10 +217,15 @@ def test_lesson_runs_and_renders_in_chromium(lesson, jupyterlab, browser, output
         assert plots.count() > 0, "no plotly figure rendered"
         plots.last.scroll_into_view_if_needed()
         page.screenshot(path=str(shots / f"{lesson}.png"))
-        if has_widgets:
+        if expects:
             assert widgets.count() > 0, "no widget rendered"
             widgets.first.scroll_into_view_if_needed()
             page.screenshot(path=str(shots / f"{lesson}-widget.png"))
+        for text in expects:  # what must be on screen: a prediction's widget, the metrics panel, ...
+            found = page.locator(f"{PANEL} .jp-OutputArea-output", has_text=text)
+            assert found.count() > 0, f"nothing rendered says {text!r}"
+            found.first.scroll_into_view_if_needed()
+            page.screenshot(path=str(shots / f"{lesson}-{text.split()[0].strip(':').lower()}.png"))
         # Nothing a JVM or a library printed to stderr: the red blocks learners take for errors.
         stderr = page.locator(f"{PANEL} [data-mime-type='application/vnd.jupyter.stderr']")
         assert stderr.count() == 0, f"stderr under a cell: {stderr.first.inner_text()[:300]}"
@@ -201,6 +243,11 @@ def test_lesson_runs_and_renders_in_chromium(lesson, jupyterlab, browser, output
               for o in c.outputs if o.output_type == "error"]
     assert not errors, f"cells raised: {errors}"
     assert all(c.execution_count for c in saved.cells if c.cell_type == "code")
+    (output_dir / "notebooks").mkdir(parents=True, exist_ok=True)
+    nbformat.write(saved, str(output_dir / "notebooks" / notebook.name))  # this run's executed copy
+    differ = differences(nbformat.read(REPO / "notebooks" / notebook.name, as_version=4), saved,
+                         sanitize_patterns(REPO / "tests" / "nbval_sanitize.cfg"))
+    assert not differ, f"checked outputs of {notebook.name} differ from the stored ones:\n" + "\n".join(differ)
     deadline = time.monotonic() + 15
     while java_pids_of(str(jupyterlab["data_dir"])) and time.monotonic() < deadline:
         time.sleep(0.5)

@@ -1,6 +1,7 @@
 """Every lesson notebook: built from its source, opens the house way, and runs top to bottom.
 
-Each lesson runs once, under papermill (the executed copy is kept in
+Each lesson runs once per test run: in a real browser (``test_browser.py``, the lessons in
+``conftest.BROWSER_LESSONS``) or here, under papermill (the executed copy is kept in
 ``test-output/notebooks/`` for inspection); then the outputs of the cells marked
 ``# NBVAL_CHECK_OUTPUT`` in that run are compared with the ones stored in the
 notebook by nbval's lax rules (``checked_outputs.py``: after
@@ -20,7 +21,7 @@ import nbformat
 import pytest
 
 from checked_outputs import differences, sanitize_patterns
-from conftest import REPO, java_pids_of
+from conftest import BROWSER_LESSONS, REPO, java_pids_of
 from labkit import startpage
 from labkit.authoring import read_source
 
@@ -116,8 +117,11 @@ def _no_jvm_left(data_dir: Path) -> None:
     assert not java_pids_of(str(data_dir)), "a broker JVM outlived the notebook's kernel"
 
 
+HEADLESS = [p for p in LESSONS if p.stem not in BROWSER_LESSONS]  # the browser test runs the others
+
+
 @pytest.mark.notebook
-@pytest.mark.parametrize("notebook", LESSONS, ids=_ids(LESSONS))
+@pytest.mark.parametrize("notebook", HEADLESS, ids=_ids(HEADLESS))
 def test_lesson_runs_and_its_checked_outputs_match(notebook, output_dir):
     out_dir = output_dir / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
