@@ -7,6 +7,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
+# make test runs the tiers (unit, integration, notebook, browser: see the README) over JOBS pytest workers;
+# most of a lesson's time is waiting on a real cluster, so a few workers share 2 cores well.
+JOBS ?= 3
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -27,7 +30,7 @@ lab: setup
 	$(VENV)/bin/labkit lab
 
 test: setup setup-browser
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(JOBS) --dist worksteal --durations=30 $(PYTEST_ARGS)
 
 # Debian's Chromium for the real-browser test: Playwright drives it, nothing is downloaded at test time.
 setup-browser:

@@ -101,13 +101,15 @@ def pytest_unconfigure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    # Cluster-free tests first: fast feedback before the slow ones.
+    # With workers (make test: pytest-xdist), the slowest tiers start first so none is left running alone at the
+    # end; in one process, cluster-free tests first: fast feedback before the slow ones.
     order = {"unit": 0, "integration": 1, "notebook": 2, "browser": 3}
+    workers = bool(getattr(config.option, "numprocesses", None))
 
     def rank(item):
         for name in ("browser", "notebook", "integration"):
             if item.get_closest_marker(name):
-                return order[name]
+                return -order[name] if workers else order[name]
         return 0
 
     items.sort(key=rank)
