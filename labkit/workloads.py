@@ -156,7 +156,10 @@ class Group:
             raise LabkitError(f"Member {name!r} is already running.", "Stop it first, or use another name.")
         log, status = self.workdir / f"{name}.log", self.workdir / f"{name}.status.json"
         events = self.workdir / f"{name}.events.jsonl"
-        conf = {k.replace("_", ".") if "." not in k else k: v for k, v in config.items()}
+        # the cluster's own client settings first (a secured cluster's credentials), then the member's
+        conf = {k: v for k, v in self.cluster.client_config().items()
+                if k != "bootstrap.servers" and isinstance(v, (str, int, float, bool))}
+        conf.update({k.replace("_", ".") if "." not in k else k: v for k, v in config.items()})
         if conf.get("group.protocol") == "consumer":
             rejected = sorted(k for k in conf if k in CLASSIC_ONLY)
             if rejected:

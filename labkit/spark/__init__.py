@@ -94,8 +94,15 @@ def kafka_options(cluster: "Cluster", **options: Any) -> dict[str, str]:
     ``kafka_options(cluster, subscribe=topic, startingOffsets="earliest")``; Kafka client settings
     take the ``kafka.`` prefix, as in ``**{"kafka.max.poll.records": "500"}``.
     """
-    out = {f"kafka.{k}": _option_text(v) for k, v in cluster.client_config().items()
-           if not callable(v) and "." in k}
+    from ..security import java_client_settings
+
+    conf = cluster.client_config()
+    # Spark's Kafka client is the Java one: security settings under their Java names (a secured cluster's
+    # SCRAM password becomes a JAAS line, the CA a PEM truststore); librdkafka-only keys stay out.
+    secured = java_client_settings(conf)
+    plain = {k: v for k, v in conf.items() if not callable(v) and "." in k
+             and not k.startswith(("security.", "sasl.", "ssl."))}
+    out = {f"kafka.{k}": _option_text(v) for k, v in {**plain, **secured}.items()}
     out.update({k: _option_text(v) for k, v in options.items()})
     return out
 
