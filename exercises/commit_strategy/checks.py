@@ -1,83 +1,188 @@
-"""Checks for commit_strategy: the learner's consumer loop, killed at random points, must lose nothing."""
+"""Checks for commit_strategy: the learner's consumer loop, killed mid-batch and restarted, loses nothing and
+replays little.
+
+The loop runs in a child of the learner's kernel (the task :func:`start_loop`), on a consumer the
+task builds with ``enable.auto.commit=false`` and a ``process`` that appends ``partition offset
+value`` to a log. The grader decides from what it reads itself: that log, and the offsets the
+group committed on the broker. Visible checks here; the crash test is in ``hidden_checks.py``.
+"""
 
 from __future__ import annotations
 
-import importlib.util
-import inspect
+import ast
+import os
 import random
+import signal
+import tempfile
+import textwrap
 import time
 from pathlib import Path
-import tempfile
 
-from confluent_kafka import Consumer
+from labkit.grading import Rules, check
+from labkit.grading import harness
 
-from labkit.grading import check
+CLUSTER = "single-broker"
+SHARE_CLUSTER = True
+#: The lab's consumer members (labkit.workloads) implement every commit style: they are the answer here.
+RULES = Rules(forbid=["labkit.workloads"])
 
-_spec = importlib.util.spec_from_file_location("exercise_crashing", Path(__file__).parent.parent / "_crashing.py")
-crashing = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(crashing)
-
-
-def _consumer(bootstrap: str, group: str) -> Consumer:
-    return Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                     "session.timeout.ms": 6000, "enable.auto.commit": False})
-
-
-def _attempted(fn) -> None:
-    if "raise NotImplementedError" in inspect.getsource(fn):
-        raise NotImplementedError("not done yet")
+#: Records a crash may make the loop process a second time: the batch it was working on. The notebook asks
+#: for batches of at most this many records, committed once processed (the reference's are 50).
+MAX_REPLAY_PER_CRASH = 100
+#: How long the loop may take for a few hundred records before the grader gives up on it.
+RUN_TIMEOUT = 90.0
 
 
-def _run_loop(ns, bootstrap, topic, group, log: Path, idle: float = 3.0) -> None:
-    consumer = _consumer(bootstrap, group)
-    consumer.subscribe([topic])
-    out = log.open("a", buffering=1)
+# ---------------------------------------------------------------- the task: the learner's loop in a child
 
-    def process(msg) -> None:
-        time.sleep(0.002)
-        out.write(msg.value().decode() + "\n")
-        out.flush()
 
-    try:
-        ns.consume_loop(consumer, process, idle_seconds=idle)
-    finally:
-        consumer.close()
-        out.close()
+def start_loop(user, bootstrap, topic, group, log, idle):
+    """A task: ``consume_loop`` in a child forked from the kernel, on a fresh consumer; returns the child's pid."""
+
+    from labkit.grading.harness import forked
+
+    consume_loop = user["consume_loop"]
+
+    def body():
+        import time
+
+        from confluent_kafka import Consumer
+
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                             "session.timeout.ms": 6000, "enable.auto.commit": False})
+        consumer.subscribe([topic])
+        out = open(log, "a", buffering=1)
+
+        def process(msg):
+            time.sleep(0.002)
+            out.write(f"{msg.partition()} {msg.offset()} {msg.value().decode()}\n")
+            out.flush()
+
+        try:
+            consume_loop(consumer, process, idle_seconds=idle)
+        finally:
+            consumer.close()
+            out.close()
+
+    return forked(body)
+
+
+# ---------------------------------------------------------------- what the grader reads itself
+
+
+def make_events(cluster, count: int) -> tuple[str, str, list[str]]:
+    """A fresh 3-partition topic with ``count`` records whose values are chosen now; (topic, group, values)."""
+    tag = harness.unique("run").split("-")[1]
+    topic = cluster.create_topic(f"events-{tag}", partitions=3)
+    values = [f"{tag}-{i:05d}" for i in range(count)]
+    harness.make_records(cluster, topic, count, lambda i: values[i].encode())
+    return topic, f"loop-{tag}", values
+
+
+def processed(log: Path) -> list[tuple[int, int, str]]:
+    """(partition, offset, value) of every ``process`` call, in order (a half-written last line is skipped)."""
+    out = []
+    for line in harness.lines(log):
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[0].isdigit() and parts[1].isdigit():
+            out.append((int(parts[0]), int(parts[1]), parts[2]))
+    return out
+
+
+def committed(cluster, group: str, topic: str, partitions: int = 3) -> dict[int, int]:
+    """The offsets ``group`` has committed on ``topic``, read from the broker (0 where nothing is committed)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])]
+    result = cluster.admin().list_consumer_group_offsets(request, request_timeout=10)[group].result(timeout=15)
+    return {tp.partition: max(tp.offset, 0) for tp in result.topic_partitions}
+
+
+def end_offsets(cluster, topic: str) -> dict[int, int]:
+    return {p.partition: p.high_watermark or 0 for p in cluster.describe_topic(topic).partitions}
+
+
+# ---------------------------------------------------------------- crashes at moments that matter
+
+
+def crash_mid_batch(ns, args: tuple, log: Path, group: str, topic: str, crashes: int = 2,
+                    rng: random.Random | None = None) -> list[str]:
+    """Start the loop (task :func:`start_loop` with ``args``), let it process 150-220 records, then SIGKILL it at
+    a moment when what it processed and what its group committed differ (records processed but not committed,
+    or committed but not processed); ``crashes`` times. Then one run to the end. Returns what each crash hit.
+
+    The child is frozen (SIGSTOP) while the grader compares its log with the broker, so the moment it is
+    killed at is the moment the grader looked at.
+    """
+    rng = rng or random.Random()
+    cluster = ns.cluster
+    hits = []
+    for crash in range(crashes):
+        pid = ns.run(start_loop, *args)
+        try:
+            begun = len(processed(log))
+            goal = begun + rng.randint(150, 220)
+            deadline = time.monotonic() + 60
+            while len(processed(log)) < goal:
+                if ns.run(harness.reap, pid) is not None:
+                    raise AssertionError(f"the loop returned (or failed) after {len(processed(log)) - begun} "
+                                         "records, before the crash: keep consuming while records arrive")
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"the loop processed only {len(processed(log)) - begun} records in 60 s")
+                time.sleep(0.02)
+            hit = "a quiet moment"
+            for _ in range(40):
+                os.kill(pid, signal.SIGSTOP)
+                time.sleep(0.3)  # requests the child sent before it froze reach the broker
+                done = {(p, o) for p, o, _ in processed(log)}
+                offsets = committed(cluster, group, topic)
+                unprocessed = sum(1 for p, c in offsets.items() for o in range(c) if (p, o) not in done)
+                uncommitted = sum(1 for p, o in done if o >= offsets.get(p, 0))
+                if unprocessed or uncommitted:
+                    hit = (f"{uncommitted} records processed but not committed" if uncommitted else
+                           f"{unprocessed} records committed but never processed")
+                    break
+                os.kill(pid, signal.SIGCONT)
+                time.sleep(rng.uniform(0.01, 0.08))
+            hits.append(f"crash {crash + 1}: {hit}")
+        finally:
+            harness.kill(ns, pid)
+    pid = ns.run(start_loop, *args)
+    harness.wait_for_exit(ns, pid, RUN_TIMEOUT, "the restarted loop")
+    return hits
+
+
+# ---------------------------------------------------------------- visible checks
 
 
 @check("processes_everything_once_without_crashes", points=2,
        hint="Poll, process every record of the batch, then commit what you processed; stop when idle.")
 def processes_everything_once_without_crashes(ns):
-    """Run to the end without crashes: every record processed, and the group's lag is zero afterwards."""
+    """Run to the end without crashes: every record processed exactly once, and the group's lag is zero
+    afterwards (everything processed is committed)."""
+    harness.attempted(ns, "consume_loop")
     cluster = ns.cluster
-    topic, group = cluster.create_topic(crashing.unique("events"), partitions=3), crashing.unique("loop")
-    crashing.make_records(cluster, topic, 200, lambda i: f"e{i:05d}".encode())
-    log = Path(tempfile.mkdtemp()) / "processed.log"
-    _run_loop(ns, cluster.bootstrap_servers, topic, group, log)
-    seen = crashing.lines(log)
-    assert sorted(set(seen)) == [f"e{i:05d}" for i in range(200)], f"{len(set(seen))} of 200 records processed"
-    described = cluster.tool("kafka-consumer-groups", "--describe", "--group", group).lines
-    lags = [int(line.split()[5]) for line in described if line.startswith(group)]
-    assert lags and sum(lags) == 0, f"after the loop the group still has lag {sum(lags)}: commit what you processed"
+    topic, group, values = make_events(cluster, random.randint(180, 240))
+    with tempfile.TemporaryDirectory(prefix="labkit-commit-") as work:
+        log = Path(work) / "processed.log"
+        pid = ns.run(start_loop, cluster.bootstrap_servers, topic, group, str(log), 3.0)
+        harness.wait_for_exit(ns, pid, RUN_TIMEOUT, "consume_loop")
+        seen = [v for _, _, v in processed(log)]
+    missing = set(values) - set(seen)
+    assert not missing, f"{len(missing)} of {len(values)} records were never processed"
+    twice = len(seen) - len(set(seen))
+    assert not twice, f"{twice} records were processed twice without any crash"
+    lag = {p: end - committed(cluster, group, topic).get(p, 0) for p, end in end_offsets(cluster, topic).items()}
+    assert not any(lag.values()), (f"after the loop the group still has lag {sum(lag.values())} "
+                                   f"(per partition {lag}): commit what you processed")
 
 
 @check("commits_explicitly", points=1, hint="Auto-commit commits what poll returned, processed or not.")
 def commits_explicitly(ns):
-    """The loop commits itself (the consumer it gets has enable.auto.commit=false)."""
-    _attempted(ns.consume_loop)
-    source = inspect.getsource(ns.consume_loop)
-    assert ".commit(" in source, "the loop never calls consumer.commit(...)"
-
-
-@check("nothing_lost_across_random_crashes", points=5, hidden=True)
-def nothing_lost_across_random_crashes(ns):
-    """Killed with SIGKILL at two random points and restarted, the loop still processes every record at least once."""
-    _attempted(ns.consume_loop)
-    cluster = ns.cluster
-    topic, group = cluster.create_topic(crashing.unique("events"), partitions=3), crashing.unique("loop")
-    crashing.make_records(cluster, topic, 600, lambda i: f"e{i:05d}".encode())
-    log = Path(tempfile.mkdtemp()) / "processed.log"
-    crashing.crash_and_restart(lambda: _run_loop(ns, cluster.bootstrap_servers, topic, group, log),
-                               progress=lambda: len(crashing.lines(log)), total=600, rng=random.Random())
-    missing = {f"e{i:05d}" for i in range(600)} - set(crashing.lines(log))
-    assert not missing, f"{len(missing)} records were never processed, e.g. {sorted(missing)[:3]}"
+    """The loop commits itself: consume_loop calls the consumer's commit() (the consumer it gets has
+    enable.auto.commit=false)."""
+    harness.attempted(ns, "consume_loop")
+    tree = ast.parse(textwrap.dedent(ns.source("consume_loop")))
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and n.func.attr == "commit"]
+    assert calls, "consume_loop never calls consumer.commit(...)"

@@ -11,10 +11,13 @@ nb.md("""
 
 Write the loop of a consumer that may be killed at **any** moment — between two records, in the
 middle of a batch, just before or after a commit — and still never skips a record: after a
-restart, every record is processed at least once.
+restart, every record is processed at least once. Replays are the price of that guarantee, so
+keep them small: a crash may make the loop process again only the batch it was working on.
 
-The grader runs your loop in a separate process, kills it with `SIGKILL` at two random points,
-restarts it, and checks that nothing was skipped.
+The grader runs your loop in a separate process and kills it with `SIGKILL` twice, each time at a
+moment when records are in flight (processed but not yet committed, or the other way round); it
+restarts the loop and checks, from its log and from the offsets your group committed on the
+broker, that no record was skipped and that each crash replayed at most one batch (100 records).
 
 *About 20 minutes. Goes with lesson 06.*
 """)
@@ -36,8 +39,9 @@ nb.md("""
 
 You get a subscribed `Consumer` with **`enable.auto.commit=false`** and a `process(msg)` function.
 Poll or consume records, call `process` on each, and commit so that a crash can never skip a
-record. Return once no record has arrived for `idle_seconds` (after partitions were assigned).
-Don't close the consumer: the caller does.
+record — and replays little: work in batches of at most 100 records and commit each batch once it
+is processed. Return once no record has arrived for `idle_seconds` (after partitions were
+assigned). Don't close the consumer: the caller does.
 """)
 nb.code('''
 def consume_loop(consumer, process, idle_seconds: float = 3.0) -> None:

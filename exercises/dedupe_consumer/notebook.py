@@ -13,8 +13,10 @@ A bank's consumer applies payments to account balances. It commits after process
 crash some payments are **delivered again** (at-least-once). Make applying a payment
 *idempotent*, so replays change nothing and every balance ends up exactly right.
 
-The grader runs an at-least-once consumer that calls your function, kills it twice at random
-points, restarts it, and compares every balance with the expected total.
+The grader runs an at-least-once consumer that calls your function in a process of its own, kills
+it twice — each time at a moment when that leaves the database half updated, if there is one —
+restarts it (so payments applied before the crash are delivered again), and compares every
+balance with the expected total.
 
 *About 25 minutes. Goes with lesson 06.*
 """)

@@ -30,7 +30,7 @@ from confluent_kafka import TopicPartition
 
 import labkit
 from labkit import groupviz
-from labkit.grading import exercise, load_checks_module
+from labkit.grading import exercise
 
 labkit.setup_check()
 cluster = labkit.start_cluster("single-broker")
@@ -92,23 +92,153 @@ ex.check(globals())
 nb.md("""
 ## See it on a live group
 
-The lab's harness (`Team` in `exercises/failover_assignment.py`) runs each member as a process.
-For liveness every member also joins a small **lease group** (an ordinary subscribed consumer
-whose client id carries its name and priority) and reads the live members back from the broker
-with `describe_consumer_groups`; a member that dies drops out of it after `session.timeout.ms`
-(6 s here). Start a primary and a standby, kill the primary, and watch the standby take over:
+The cell below is the lab's harness (you don't need to change it): `Team` runs each member as a
+process. For liveness every member also joins a small **lease group** (an ordinary subscribed
+consumer whose client id carries its name and priority) and reads the live members back from the
+broker with `describe_consumer_groups`; a member that dies drops out of it after
+`session.timeout.ms` (6 s here). Every half second a member calls your `follow`, then consumes
+what it was assigned, logs each record and commits after each batch. The grader runs its members
+the same way.
 """)
 nb.code("""
+import gc
+import json
+import multiprocessing
+import os
+import signal
+import tempfile
 import time
+import uuid
+from pathlib import Path
 
-harness = load_checks_module("failover_assignment")
+from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient
+
+from labkit.workloads import read_events, record_event
+
+SESSION_TIMEOUT_MS = 6000
+
+
+def live_members(admin, lease_group):
+    \"\"\"{name: priority} of the lease group's members, as the broker lists them.\"\"\"
+    desc = admin.describe_consumer_groups([lease_group], request_timeout=5)[lease_group].result(timeout=5)
+    live = {}
+    for m in desc.members:
+        name, _, priority = m.client_id.rpartition(":")
+        if name and priority.lstrip("-").isdigit():
+            live[name] = int(priority)
+    return live
+
+
+def run_member(bootstrap, topic, partitions, lease_topic, group, name, priority, workdir, follow):
+    \"\"\"One member (in its own process): the lease, then follow() every half second, consume, log, commit.\"\"\"
+    gc.freeze()  # clients this process inherited are never finalised here (it has none of their threads)
+    lease = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{group}-lease", "client.id": f"{name}:{priority}",
+                      "session.timeout.ms": SESSION_TIMEOUT_MS, "heartbeat.interval.ms": 500})
+    lease.subscribe([lease_topic])
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    work = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                     "auto.offset.reset": "earliest", "client.id": name})
+    wanted = [(topic, p) for p in range(partitions)]
+    base = Path(workdir)
+    log = (base / f"{name}.log").open("a", buffering=1)
+    events = base / f"{name}.events.jsonl"
+    record_event(events, "start")
+    last = 0.0
+    while True:
+        lease.poll(0.05)
+        if time.monotonic() - last > 0.5:
+            last = time.monotonic()
+            try:
+                live = live_members(admin, f"{group}-lease")
+            except Exception:  # the coordinator is busy: ask again next time
+                continue
+            held = {(tp.topic, tp.partition) for tp in work.assignment()}
+            follow(work, name, live, wanted)
+            now = {(tp.topic, tp.partition) for tp in work.assignment()}
+            if held - now:
+                record_event(events, "revoke", held - now)
+            if now - held:
+                record_event(events, "assign", now - held)
+            (base / f"{name}.status.json").write_text(json.dumps({"live": live, "mine": sorted(now)}))
+        if not work.assignment():
+            continue
+        batch = [m for m in work.consume(num_messages=20, timeout=0.2) if not m.error()]
+        for msg in batch:
+            time.sleep(0.005)
+            log.write(f"{msg.partition()} {msg.offset()} {msg.value().decode()}\\n")
+        if batch:
+            work.commit(asynchronous=False)
+
+
+class Team:
+    \"\"\"Active/passive members as processes, each running your follow().\"\"\"
+
+    def __init__(self, cluster, topic, follow):
+        self.cluster, self.topic, self.follow = cluster, topic, follow
+        self.partitions = len(cluster.describe_topic(topic))
+        tag = uuid.uuid4().hex[:6]
+        self.group = f"team-{tag}"
+        self.lease_topic = cluster.create_topic(f"lease-{tag}", partitions=1)
+        self.workdir = Path(tempfile.mkdtemp(prefix="labkit-failover-"))
+        self.procs = {}
+
+    def start(self, name, priority):
+        gc.collect()  # the kernel's own garbage is finalised in the kernel, not in the member process
+        proc = multiprocessing.get_context("fork").Process(target=run_member, daemon=True, args=(
+            self.cluster.bootstrap_servers, self.topic, self.partitions, self.lease_topic, self.group, name,
+            priority, str(self.workdir), self.follow))
+        proc.start()
+        self.procs[name] = proc
+
+    def kill(self, name):
+        proc = self.procs[name]
+        if proc.is_alive():
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.join(10)
+            record_event(self.workdir / f"{name}.events.jsonl", "killed")
+
+    def stop(self):
+        for name in list(self.procs):
+            self.kill(name)
+
+    def mine(self, name):
+        \"\"\"The partitions a running member consumes.\"\"\"
+        if not self.procs[name].is_alive():
+            return []
+        try:
+            return [tuple(x) for x in json.loads((self.workdir / f"{name}.status.json").read_text())["mine"]]
+        except (OSError, ValueError):
+            return []
+
+    def events(self):
+        out = [e for name in self.procs for e in read_events(self.workdir / f"{name}.events.jsonl", name)]
+        return sorted(out, key=lambda e: e.t)
+
+    def wait(self, condition, what, timeout=40.0):
+        \"\"\"Wait until condition(); the seconds it took.\"\"\"
+        start = time.monotonic()
+        while time.monotonic() - start < timeout:
+            dead = [n for n, p in self.procs.items() if p.exitcode not in (None, -signal.SIGKILL)]
+            if dead:
+                raise RuntimeError(f"member {dead[0]} exited with code {self.procs[dead[0]].exitcode}: "
+                                   "did follow() or failover_assign() raise?")
+            if condition():
+                return time.monotonic() - start
+            time.sleep(0.2)
+        raise TimeoutError(f"{what} did not happen within {timeout:.0f} s")
+""")
+nb.md("""
+Start a primary and a standby, kill the primary, and watch the standby take over:
+""")
+nb.code("""
 topic = cluster.create_topic("payments-demo", partitions=3, exist_ok=True)
 producer = cluster.producer()
 for i in range(300):
     producer.produce(topic, key=str(i), value=f"payment-{i:04d}")
 producer.flush(10)
 
-team = harness.Team(cluster, topic, follow)
+team = Team(cluster, topic, follow)
 team.start("primary", 10)
 team.start("standby", 5)
 try:

@@ -17,7 +17,8 @@ The tool for this is a Kafka transaction that covers both the output records *an
 offsets: they commit together, or not at all.
 
 The grader starts your `transfer` in a separate process, kills it with `SIGKILL` in the middle of
-the run, starts it again, and counts the ledger.
+the run — while a batch is in flight: records in the ledger whose input offsets are not committed
+yet — starts it again, and counts the ledger as a `read_committed` reader.
 
 *About 35 minutes. Goes with lesson 04.*
 """)

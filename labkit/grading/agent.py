@@ -12,6 +12,7 @@ Standard library only; ``encode``, ``decode`` and ``NotPlainData`` come from ``w
 which is sent along.
 """
 
+import __future__
 import json
 import traceback
 
@@ -62,7 +63,9 @@ def handle(request, user):
             return {"ok": True, "values": values}
         if op == "task":
             scope = {}
-            exec(compile(request["source"], "<labkit-task>", "exec"), scope)
+            # tasks are checks' module-level functions: their annotations stay unevaluated, as there
+            exec(compile(request["source"], "<labkit-task>", "exec", flags=__future__.annotations.compiler_flag,
+                         dont_inherit=True), scope)
             return {"ok": True, "value": encode(scope[request["name"]](user, *decode(request["args"])))}
         return {"ok": False, "type": "ValueError", "message": f"unknown request {op!r}"}
     except NotPlainData as exc:

@@ -21,8 +21,6 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from ..waiting import Wait
-
 
 def unique(name: str) -> str:
     """``name`` with a random suffix: topics and groups of one grading never meet another's."""
@@ -43,16 +41,29 @@ def lines(path: Path | str) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+def _errors_dir() -> Path:
+    """Where a forked child leaves its traceback: a scratch dir, never next to the learner's notebook."""
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / "labkit-harness"
+
+
 def forked(body: Callable[[], None]) -> int:
     """Run ``body()`` in a child forked from this process; returns its pid at once (inside a task).
 
-    The child exits 0 when ``body`` returns, 1 when it raises (the traceback goes to
-    ``<pid>.error`` in the current directory's ``.labkit-harness/``), and never runs
-    anything of its parent's after that.
+    The child exits 0 when ``body`` returns, 1 when it raises (the traceback is kept for
+    :func:`child_error`), and never runs anything of its parent's after that. The kernel's
+    garbage is collected before the fork and frozen in the child: a Kafka client left in a
+    reference cycle would otherwise be finalised in the child, where its destructor waits for
+    threads a forked child does not have (and hangs it).
     """
+    import gc
+
+    gc.collect()
     pid = os.fork()
     if pid:
         return pid
+    gc.freeze()
     code = 0
     try:
         body()
@@ -60,7 +71,7 @@ def forked(body: Callable[[], None]) -> int:
         import traceback
 
         code = 1
-        where = Path(".labkit-harness")
+        where = _errors_dir()
         where.mkdir(exist_ok=True)
         (where / f"{os.getpid()}.error").write_text(traceback.format_exc())
     finally:
@@ -68,7 +79,7 @@ def forked(body: Callable[[], None]) -> int:
 
 
 def reap(user: Any, pid: int) -> Optional[int]:
-    """A task: the exit status of ``pid`` (a child of the kernel) if it has ended, else None."""
+    """A task: the exit status of ``pid`` (a child of the kernel) if it has ended, else None (-1: not ours)."""
     import os as _os
 
     try:
@@ -80,13 +91,68 @@ def reap(user: Any, pid: int) -> Optional[int]:
     return _os.waitstatus_to_exitcode(status)
 
 
-def kill(ns: Any, pid: int) -> None:
+def child_error(user: Any, pid: int) -> str:
+    """A task: the last line of the traceback a :func:`forked` child left, if any."""
+    from labkit.grading.harness import _errors_dir
+
+    path = _errors_dir() / f"{pid}.error"
+    if not path.exists():
+        return ""
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def kill(ns: Any, pid: int, timeout: float = 15.0) -> None:
     """SIGKILL a forked child (as a crash would) and let the kernel reap it."""
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    Wait(f"process {pid} to be reaped", timeout=10, interval=0.05).until(lambda: ns.run(reap, pid) is not None)
+    deadline = time.monotonic() + timeout
+    while ns.run(reap, pid) is None:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the grader could not reap the killed process {pid}")
+        time.sleep(0.05)
+
+
+def wait_for_exit(ns: Any, pid: int, timeout: float, what: str,
+                  explain: Callable[[int], str] = lambda pid: "") -> None:
+    """Wait until the forked child ``pid`` ends by itself; AssertionError when it fails or outlives ``timeout``
+    (it is killed then; ``explain(pid)`` may say where it was stuck)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = ns.run(reap, pid)
+        if status is not None:
+            break
+        if time.monotonic() > deadline:
+            where = explain(pid)
+            kill(ns, pid)
+            raise AssertionError(f"{what} did not finish within {timeout:.0f} s" + (f" ({where})" if where else ""))
+        time.sleep(0.25)
+    if status != 0:
+        raise AssertionError(f"{what} failed (exit code {status}): {ns.run(child_error, pid) or 'no traceback'}")
+
+
+def attempted(ns: Any, *names: str) -> None:
+    """Raise NotImplementedError ("not attempted") while one of the learner's ``names`` still raises
+    NotImplementedError in its definition -- read from its code, before a check starts anything costly."""
+    import ast
+    import textwrap
+
+    from .checks import NotDefined
+
+    for name in names:
+        try:
+            source = ns.source(name)
+        except NotDefined:
+            if ns.has(name):
+                continue  # defined some other way (no def to read): attempted
+            raise
+        for node in ast.walk(ast.parse(textwrap.dedent(source))):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
+                    raise NotImplementedError(f"`{name}` is not done yet")
 
 
 def crash_and_restart(ns: Any, start: Callable[..., int], args: Sequence[Any], progress: Callable[[], int],
@@ -109,16 +175,4 @@ def crash_and_restart(ns: Any, start: Callable[..., int], args: Sequence[Any], p
         if status is not None:
             raise AssertionError(f"the work ended by itself (exit code {status}) before the crash")
         kill(ns, pid)
-    pid = ns.run(start, *args)
-
-    def ended() -> Optional[tuple[int]]:
-        code = ns.run(reap, pid)
-        return None if code is None else (code,)
-
-    try:
-        status = Wait("the restarted work to finish", timeout=finish_timeout, interval=0.2).until(ended)[0]
-    except Exception:
-        kill(ns, pid)
-        raise AssertionError(f"the restarted work did not finish within {finish_timeout:.0f} s") from None
-    if status != 0:
-        raise AssertionError(f"the restarted work failed (exit code {status})")
+    wait_for_exit(ns, ns.run(start, *args), finish_timeout, "the restarted work")

@@ -1,0 +1,74 @@
+"""Hidden checks of failover_assignment (the grader's only): the reference on random layouts, and a failover
+and failback of member processes whose names and priorities are chosen now."""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+
+from labkit.grading import check, harness, sibling
+
+checks = sibling(__file__)
+
+
+def reference(members: dict[str, int], partitions: list) -> dict[str, list]:
+    if not members:
+        return {}
+    active = sorted(members, key=lambda m: (-members[m], m))[0]
+    return {m: sorted(partitions) if m == active else [] for m in members}
+
+
+@check("hidden_cases", points=2, hidden=True)
+def hidden_cases(ns):
+    """300 random member/priority/partition layouts (negative priorities and ties included) match the reference."""
+    rng = random.Random()
+    cases = []
+    for _ in range(300):
+        members = {f"m{rng.randint(0, 99):02d}": rng.randint(-3, 3) for _ in range(rng.randint(0, 6))}
+        parts = list(dict.fromkeys((rng.choice("xyz"), rng.randint(0, 9)) for _ in range(rng.randint(0, 8))))
+        cases.append((members, parts))
+    answers = ns.failover_assign.many([(dict(m), list(p)) for m, p in cases])
+    for (members, parts), got in zip(cases, answers):
+        assert checks.normal(got) == reference(members, parts), f"members {members}, partitions {parts}: got {got}"
+
+
+@check("failover_and_back_loses_nothing", points=4, hidden=True)
+def failover_and_back_loses_nothing(ns):
+    """Two member processes with names and priorities chosen now. Kill the active one mid-stream: the standby
+    takes all partitions; bring it back: it takes them back; every record is processed at least once, and the
+    standby processed nothing before the failover."""
+    harness.attempted(ns, "failover_assign", "follow")
+    cluster = ns.cluster
+    rng = random.Random()
+    tag = uuid.uuid4().hex[:6]
+    active, standby = (f"node-{uuid.uuid4().hex[:4]}" for _ in range(2))
+    high = rng.randint(-5, 50)
+    low = high - rng.randint(1, 20)
+    topic = cluster.create_topic(f"payments-{tag}", partitions=3)
+    first = checks.produce(cluster, topic, 0, 400, tag)
+    team = checks.Members(ns, topic)
+    try:
+        team.start(active, high)
+        team.start(standby, low)
+        team.wait(lambda: len(team.status(standby)["live"]) == 2, "the standby seeing the active member")
+        crash_at = rng.randint(60, 200)
+        team.wait(lambda: len(team.processed(active)) >= crash_at, "the active member processing")
+        assert not team.processed(standby), "the standby processed records while the active member was alive"
+        team.kill(active)
+        killed = time.time()
+        second = checks.produce(cluster, topic, 400, 200, tag)
+        team.wait(lambda: len(team.mine(standby)) == 3, "the standby taking over all 3 partitions",
+                  timeout=checks.SESSION_TIMEOUT_MS / 1000 + 30)
+        assert team.assigned_after(standby, killed), "the standby never recorded taking partitions over"
+        team.wait(lambda: set(first + second) <= set(team.processed(standby)) | set(team.processed(active)),
+                  "every record processed after the failover")
+        team.start(active, high)
+        third = checks.produce(cluster, topic, 600, 200, tag)
+        team.wait(lambda: len(team.mine(active)) == 3 and team.mine(standby) == [],
+                  "the active member taking its partitions back")
+        everything = set(first + second + third)
+        team.wait(lambda: everything <= set(team.processed(active)) | set(team.processed(standby)),
+                  "every record processed after the failback")
+    finally:
+        team.stop()
