@@ -107,6 +107,8 @@ class Prediction:
 
     def reveal(self, actual: Any, explain: str = "") -> Outcome:
         """Compare the prediction with ``actual`` (what the cluster did), record it, and show both."""
+        if hasattr(actual, "item") and not isinstance(actual, (str, bytes)):
+            actual = actual.item()  # a numpy/pandas scalar (a count from a DataFrame): plain Python for the record
         predicted = self.value
         right = None if predicted is None else self.is_right(predicted, actual)
         learner.record_outcome(self.id, actual, right)

@@ -79,3 +79,16 @@ def test_the_widget_locks_in_and_can_be_changed():
     field.value = 40.0
     button.click()
     assert q.value == 40
+
+
+def test_a_numpy_scalar_outcome_is_recorded_as_plain_python(state):
+    import numpy as np
+
+    q = predict.ask("07.counted", "counted?", kind="yes/no")
+    q.lock_in(True)
+    out = q.reveal(np.bool_(True))
+    assert out.right and out.actual is True
+    n = predict.ask("07.rows", "rows?", tolerance=0)
+    n.lock_in(50)
+    assert n.reveal(np.int64(50)).right
+    assert json.loads((state / "learner.json").read_text())["predictions"]["07.rows"]["actual"] == 50

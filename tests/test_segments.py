@@ -44,3 +44,92 @@ def test_idempotent_batches_on_disk_carry_producer_id_and_sequences(cluster, uni
     assert [r.payload for r in records] == [f"v{i}" for i in range(10)]
     assert all(b.producer_id >= 0 for b in batches)
     assert [r.sequence for r in records] == list(range(10))
+
+
+INDEX_DUMP = """Dumping /tmp/x/readings-0/00000000000000000000.index
+offset: 19 position: 1000
+offset: 39 position: 3000
+Dumping /tmp/x/readings-0/00000000000000000000.timeindex
+timestamp: 1190 offset: 19
+timestamp: 1390 offset: 39
+The following indexed offsets are not found in the log.
+Indexed offset: 39, found log offset: 40
+"""
+
+
+def _segment() -> segments.IndexedSegment:
+    """Five batches of ten records at bytes 0, 1000, ...; record i has timestamp 1000 + 10 * i."""
+    batches = []
+    for b in range(5):
+        records = [segments.StoredRecord(offset=i, create_time=1000 + 10 * i, key=None, payload=str(i), sequence=-1)
+                   for i in range(10 * b, 10 * b + 10)]
+        batches.append(segments.Batch(base_offset=10 * b, last_offset=10 * b + 9, count=10, producer_id=-1,
+                                      producer_epoch=-1, base_sequence=-1, last_sequence=-1, transactional=False,
+                                      control=False, position=1000 * b, create_time=records[-1].create_time,
+                                      size=1000, compression="none", records=records))
+    offsets, times = segments.parse_index_dump(INDEX_DUMP)
+    return segments.IndexedSegment(0, offsets, times, batches)
+
+
+def test_parse_index_dump_reads_both_indexes_and_ignores_everything_else():
+    offsets, times = segments.parse_index_dump(DUMP + INDEX_DUMP)
+    assert offsets == [segments.OffsetIndexEntry(19, 1000), segments.OffsetIndexEntry(39, 3000)]
+    assert times == [segments.TimeIndexEntry(1190, 19), segments.TimeIndexEntry(1390, 39)]
+    assert [b.base_offset for b in segments.parse_dump(DUMP + INDEX_DUMP)] == [0, 2], "index lines are not batches"
+
+
+def test_lookup_by_offset_starts_at_the_last_entry_at_or_below_and_scans_batches():
+    seg = _segment()
+    hit = seg.lookup_offset(25)
+    assert (hit.entry, hit.start_position, hit.offset) == (segments.OffsetIndexEntry(19, 1000), 1000, 25)
+    assert [b.base_offset for b in hit.scanned] == [10, 20]
+    assert "byte 1,000" in hit.explain() and "offset 25" in hit.explain()
+    first = seg.lookup_offset(5)
+    assert (first.entry, first.start_position, first.offset, len(first.scanned)) == (None, 0, 5, 1)
+    assert seg.lookup_offset(45).entry == segments.OffsetIndexEntry(39, 3000)
+    assert seg.lookup_offset(99).offset is None and "not in it" in seg.lookup_offset(99).explain()
+
+
+def test_lookup_by_time_goes_timeindex_then_index_then_log():
+    seg = _segment()
+    hit = seg.lookup_time(1255)
+    assert hit.time_entry == segments.TimeIndexEntry(1190, 19)
+    assert (hit.from_offset, hit.entry, hit.offset) == (19, segments.OffsetIndexEntry(19, 1000), 26)
+    assert [b.base_offset for b in hit.scanned] == [10, 20]
+    assert ".timeindex" in hit.explain() and "offset 26" in hit.explain()
+    assert seg.lookup_time(1260).offset == 26, "a record exactly at the timestamp is the answer"
+    assert (seg.lookup_time(0).time_entry, seg.lookup_time(0).offset) == (None, 0)
+    assert seg.lookup_time(10**6).offset is None
+
+
+@pytest.mark.integration
+def test_the_index_model_finds_what_the_broker_finds(cluster, unique):
+    """Sparse indexes on a real segment; lookups by offset and by time agree with a fetch and offsets_for_times."""
+    import time
+
+    from confluent_kafka import TopicPartition
+
+    topic = cluster.create_topic(unique("indexed"), partitions=1)
+    producer = cluster.producer(batch_num_messages=10, linger_ms=5)
+    start_ms = int(time.time() * 1000) - 600_000
+    for i in range(300):
+        producer.produce(topic, value=f"{i:04d}" + "x" * 200, timestamp=start_ms + 1000 * i)
+    assert producer.flush(10) == 0
+    seg = segments.dump_indexed_segment(cluster, segments.segment_files(cluster, topic)[0])
+    assert seg.records == 300
+    assert 0 < len(seg.offsets) < len(seg.batches), "the offset index is sparse"
+    starts = {b.last_offset: b.position for b in seg.batches}
+    assert all(starts.get(e.offset) == e.position for e in seg.offsets), "each entry points at its batch's start"
+    assert [e.offset for e in seg.times] == [e.offset for e in seg.offsets]
+    consumer = cluster.consumer(unique("lookup"), enable_auto_commit=False)
+    try:
+        for target in (0, 7, 151, 299):
+            assert seg.lookup_offset(target).offset == target
+            consumer.assign([TopicPartition(topic, 0, target)])
+            msg = consumer.poll(10)
+            assert msg is not None and not msg.error() and msg.offset() == target
+        for ts in (start_ms - 5, start_ms + 1000 * 151 + 500, start_ms + 1000 * 299):
+            [found] = consumer.offsets_for_times([TopicPartition(topic, 0, ts)], timeout=10)
+            assert seg.lookup_time(ts).offset == found.offset
+    finally:
+        consumer.close()

@@ -96,6 +96,13 @@ So the slide (1) never writes to the last partition — and divides by zero on a
 topic — and (2) can produce a **negative** partition when a key's hash is −2³¹, because
 `Math.abs` overflows. Kafka avoids both: it divides by `numPartitions`, and clears the sign bit
 instead of taking `abs`.
+
+And `Math.abs` is wrong far more often than for that one hash. For **every** negative hash `h`,
+Kafka's `toPositive(h)` is `h + 2³¹`, while `Math.abs(h)` is `−h`: two different numbers, which
+agree modulo 6 only when their difference `2h + 2³¹` is a multiple of 6 — for one negative hash
+in three. Half of all hashes are negative, so even with the modulus fixed to `% numPartitions`,
+`Math.abs` sends about **a third of all keys** to a different partition on a 6-partition topic.
+Lesson 02 measures that share on the keys a real Java producer wrote, and shows one of them.
 """)
 
 nb.md("""

@@ -3,8 +3,9 @@
 from labkit.authoring import Notebook
 
 nb = Notebook("00 · Welcome to Kafka Lab",
-              summary="Start a three-broker cluster, write and read records, kill a leader and watch failover.",
-              minutes=15)
+              summary="Start a three-broker cluster, see what brokers advertise, write and read records, kill a leader "
+                      "and watch failover.",
+              minutes=20)
 
 nb.md("""
 # 00 · Welcome to Kafka Lab
@@ -13,7 +14,11 @@ In this first lesson you start a **real three-broker Apache Kafka cluster** on y
 look around it, write and read a few records, and then break it on purpose — killing the broker
 that leads a partition — to watch Kafka elect a new leader while your client carries on.
 
-*About 15 minutes. Every cell is safe to re-run.*
+*About 20 minutes. Every cell is safe to re-run.*
+
+Along the way the lesson asks you to **predict** what the cluster will do before it shows you:
+pick an answer and lock it in, then run the next cells. Your guesses are kept on this machine,
+and the lesson ends with how many you got right.
 """)
 
 nb.md("""
@@ -26,6 +31,7 @@ nb.code("""
 import uuid
 
 import labkit
+from labkit import predict
 from labkit.viz import compare_partition_maps
 
 labkit.setup_check()
@@ -75,12 +81,108 @@ A client needs only **one** reachable broker to start: it asks that broker for m
 learns about every broker in the cluster. That is why `bootstrap.servers` is called *bootstrap*.
 """)
 nb.code("""
+q_discovery = predict.ask("00.discovery", "A client is given the address of broker 1 only. After its first "
+                          "request, how many brokers does it know about?", choices=[1, 2, 3])
+q_discovery
+""")
+nb.code("""
+import logging
+
 from confluent_kafka.admin import AdminClient
 
+client_log = logging.getLogger("welcome.clients")   # the clients' own log lines go here, not into the notebook
+client_log.addHandler(logging.NullHandler())
+
 one_broker = cluster.brokers[0].address
-metadata = AdminClient({"bootstrap.servers": one_broker}).list_topics(timeout=10)
+admin = AdminClient({"bootstrap.servers": one_broker, "logger": client_log})
+metadata = admin.list_topics(timeout=10)
 print("asked broker 1 only, and learned about brokers", sorted(metadata.brokers))
 """, check=True)
+nb.code("""
+q_discovery.reveal(len(metadata.brokers), "Any broker answers a metadata request with the whole cluster: "
+                   "every broker's id and address.")
+""")
+
+nb.md("""
+### Advertised listeners: the addresses clients really use
+
+In that metadata each broker is listed with the address it **advertises** — its
+`advertised.listeners` setting, which may differ from the addresses it binds (`listeners`).
+After bootstrapping, a client connects to the advertised addresses only; the bootstrap address
+has done its job. Here is what broker 1 binds, what it advertises, and what the metadata said:
+""")
+nb.code("""
+from confluent_kafka.admin import ConfigResource
+
+broker_1 = ConfigResource(ConfigResource.Type.BROKER, str(cluster.brokers[0].id))
+settings = admin.describe_configs([broker_1])[broker_1].result(timeout=10)
+print("broker 1 listeners:           ", settings["listeners"].value)
+print("broker 1 advertised.listeners:", settings["advertised.listeners"].value)
+print("the metadata lists brokers at:", {i: f"{b.host}:{b.port}" for i, b in sorted(metadata.brokers.items())})
+""", check=True)
+nb.md("""
+Now a consumer bootstraps from `localhost:<port of broker 1>` — the same broker under another
+name — and reads all three partitions of a topic, so it must talk to every partition leader.
+Its statistics (`statistics.interval.ms`) list the connections it holds, and where each address
+came from (`learned` from metadata, or `configured` by you).
+""")
+nb.code("""
+q_address = predict.ask("00.advertised", "The consumer was given 'localhost'. Which host name does it use to "
+                        "connect to the brokers once it has the metadata?",
+                        choices=["localhost (what it was given)", "127.0.0.1 (what the brokers advertise)"])
+q_address
+""")
+nb.code("""
+import json
+import time
+
+from confluent_kafka import Consumer, TopicPartition
+
+probe_topic = cluster.create_topic(f"probe-{uuid.uuid4().hex[:6]}", partitions=3, replication_factor=3)
+connections = {}
+
+def on_stats(stats_json):
+    for b in json.loads(stats_json)["brokers"].values():
+        if b["nodeid"] >= 0:
+            connections[b["nodeid"]] = {"connected to": b["nodename"], "source": b["source"], "state": b["state"]}
+
+probe = Consumer({
+    "bootstrap.servers": f"localhost:{cluster.brokers[0].port}",   # broker 1, under another name
+    "group.id": f"probe-{uuid.uuid4().hex[:6]}",
+    "enable.auto.commit": False,
+    "statistics.interval.ms": 200,                                  # call on_stats every 200 ms
+    "stats_cb": on_stats,
+    "logger": client_log,
+})
+probe.assign([TopicPartition(probe_topic, p, 0) for p in range(3)])
+deadline = time.monotonic() + 20
+try:
+    while time.monotonic() < deadline and not (len(connections) == 3 and
+                                               all(c["state"] == "UP" for c in connections.values())):
+        probe.poll(0.2)
+finally:
+    probe.close()
+dict(sorted(connections.items()))
+""")
+nb.code("""
+advertised = {f"{b.host}:{b.port}" for b in metadata.brokers.values()}
+print("connections held:", sorted(c["connected to"] for c in connections.values()))
+print("every connection goes to an advertised address:",
+      {c["connected to"] for c in connections.values()} == advertised)
+print("none to 'localhost':", not any(c["connected to"].startswith("localhost") for c in connections.values()))
+""", check=True)
+nb.code("""
+used = {c["connected to"].rsplit(":", 1)[0] for c in connections.values()}
+q_address.reveal("127.0.0.1 (what the brokers advertise)" if used == {"127.0.0.1"} else "localhost (what it was given)",
+                 "The bootstrap address is only asked for metadata; every later connection goes where the "
+                 "brokers advertise.")
+""")
+nb.md("""
+That is why `advertised.listeners` matters so much in Docker, Kubernetes or the cloud: if a
+broker advertises an address the client cannot reach (a container's internal name, a private
+IP), bootstrapping succeeds — and then every produce and fetch fails. Lesson 08 breaks it on
+purpose and fixes it.
+""")
 
 nb.md("""
 ## A replicated topic
@@ -110,7 +212,7 @@ replica has it.
 nb.code("""
 from confluent_kafka import Consumer, Producer
 
-producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "logger": client_log})
 delivered = []
 
 def on_delivery(err, msg):
@@ -139,6 +241,7 @@ consumer = Consumer({
     "bootstrap.servers": cluster.bootstrap_servers,
     "group.id": f"welcome-readers-{uuid.uuid4().hex[:6]}",
     "auto.offset.reset": "earliest",
+    "logger": client_log,
 })
 consumer.subscribe([topic])
 received = []
@@ -195,6 +298,11 @@ heart-beating, and elects a new leader **from the ISR**, so no acknowledged reco
 The live view above shows the broker go down and the leadership move.
 """)
 nb.code("""
+q_lost = predict.ask("00.lost-on-kill", f"{len(delivered)} records were acknowledged with acks=all. After the "
+                     "leader of partition 0 is killed, how many of them can no longer be read?", tolerance=0)
+q_lost
+""")
+nb.code("""
 before = cluster.describe_topic(topic)
 victim = before[0].leader
 print(f"partition 0 is led by broker {victim}; killing it")
@@ -214,15 +322,24 @@ print("the dead broker left the ISR:", victim not in after[0].isr)
 print("records still readable (high watermark unchanged):",
       sum(p.high_watermark for p in after.partitions) == len(delivered))
 """, check=True)
+nb.code("""
+q_lost.reveal(len(delivered) - sum(p.high_watermark for p in after.partitions),
+              "acks=all means every in-sync replica had the record, and the new leader came from the ISR.")
+""")
 
 nb.md("""
-The lines starting with `%3|` or `%6|` that may appear in red are the client library
-(librdkafka) logging that it lost its connection to the dead broker. They are information,
-not errors in your code.
+The producer noticed too: its library (librdkafka) logged that its connection to the dead
+broker failed — into `client_log`, which this notebook keeps quiet; without a `logger` those
+lines (`%3|...|FAIL|...`) appear in red under whatever cell runs. They are information, not
+errors in your code.
 
 The client follows the new leader by itself: it refreshes its metadata and sends to whoever
-leads now. `acks="all"` still works with two of three brokers, because this cluster's
-`min.insync.replicas` is 2.
+leads now. Can it still write with `acks="all"` while one of the three brokers is dead?
+""")
+nb.code("""
+q_write = predict.ask("00.write-degraded", "One of three brokers is dead. Are new records still acknowledged "
+                      "with acks=all?", kind="yes/no")
+q_write
 """)
 nb.code("""
 before_count = len(delivered)
@@ -233,13 +350,19 @@ for i in range(6):
 producer.flush(30)
 print(len(delivered) - before_count, "more records acknowledged with one broker down")
 """, check=True)
+nb.code("""
+q_write.reveal(len(delivered) - before_count == 6,
+               "acks=all waits for the in-sync replicas that are left; this cluster's min.insync.replicas is 2, "
+               "and two replicas are still in sync.")
+""")
 
 nb.md("""
 ## Bring the broker back
 
 A restarted broker rejoins as a follower, copies what it missed from the leaders, and re-enters
-the ISR. It does not get its leadership back straight away: that is *preferred leader election*,
-in lesson 03.
+the ISR. Its leadership comes back a little later: the controller checks every
+`leader.imbalance.check.interval.seconds` (30 in the lab) whether partitions are led by their
+*preferred* replica, and moves them back. Lesson 03 watches that happen.
 """)
 nb.code("""
 cluster.start_broker(victim)
@@ -250,11 +373,25 @@ print(cluster.tool("kafka-topics", "--describe", "--topic", topic))
 """)
 
 nb.md("""
+## What you saw
+
+| claim | shown by |
+|---|---|
+| one broker is enough to bootstrap: metadata lists them all | a client given broker 1 learned brokers 1, 2 and 3 |
+| clients connect where brokers *advertise*, not where you pointed them | bootstrapped from `localhost`, connected to the advertised `127.0.0.1` addresses |
+| a topic's partitions are replicated, leaders spread over the brokers | `describe_topic`: one leader per broker, ISR of three |
+| a key always lands in the same partition | 12 records, 6 cities, each city in one partition |
+| a killed leader is replaced from the ISR; nothing acknowledged is lost | `SIGKILL`, new leader from the old ISR, high watermark unchanged |
+| writes go on with a broker down | six more records acknowledged with `acks="all"` |
+
 ## Clean up
 
 Close the clients first (so they don't complain about brokers going away), then
 `cluster.stop()` stops the brokers and deletes their data. If you forget, the lab does it when
 the kernel stops.
+""")
+nb.code("""
+predict.summary("00")
 """)
 nb.code("""
 producer.flush(10)

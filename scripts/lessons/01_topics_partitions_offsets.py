@@ -3,19 +3,20 @@
 from labkit.authoring import Notebook
 
 nb = Notebook("01 · Topics, partitions, offsets",
-              summary="A topic as partitioned logs: offsets, ordering, the segment files on disk, "
-                      "retention and compaction happening live.",
-              minutes=30)
+              summary="A topic as partitioned logs: offsets, ordering, immutable records, the segment files "
+                      "and their indexes on disk, retention and compaction happening live.",
+              minutes=35)
 
 nb.md("""
 # 01 · Topics, partitions, offsets
 
 A Kafka topic is not a queue: it is a set of **append-only logs**, one per partition, kept on the
 brokers' disks. This lesson shows what that means — offsets handed out by the broker, ordering
-that holds only inside a partition, records that stay after being read — and then opens a
-broker's data directory to watch segments roll, expire and get compacted.
+that holds only inside a partition, records that stay after being read and never change — and
+then opens a broker's data directory to read its segments and their indexes, and to watch
+segments roll, expire and get compacted.
 
-*About 30 minutes. Every cell is safe to re-run.*
+*About 35 minutes. Every cell is safe to re-run.*
 """)
 
 nb.md("""
@@ -33,7 +34,9 @@ import pandas as pd
 import plotly.express as px
 
 import labkit
-from labkit.segments import batches_frame, dump_segment, list_segments, records_frame, segment_files
+from labkit import predict
+from labkit.segments import (batches_frame, dump_indexed_segment, dump_segment, list_segments, records_frame,
+                             segment_files)
 
 labkit.setup_check()
 """)
@@ -49,6 +52,13 @@ nb.md("""
 Create a topic with three partitions and write 30 click events for five users (the user is the
 key). The delivery report of each record says where the broker put it: a **partition** and an
 **offset**, the record's position in that partition's log.
+
+Before you run it: how are the offsets counted?
+""")
+nb.code("""
+q_offsets = predict.ask("01.offsets", "30 records go to 3 partitions. How does the broker number them?",
+                        choices=["0, 1, 2 ... in every partition", "one counter for the whole topic (0 to 29)"])
+q_offsets
 """)
 nb.code("""
 clicks = cluster.create_topic(f"clicks-{run}", partitions=3)
@@ -79,6 +89,11 @@ per_partition = placed.groupby("partition")["offset"].apply(list)
 print("offsets in each partition are 0, 1, 2, ... with no gaps:",
       all(offs == list(range(len(offs))) for offs in per_partition))
 """, check=True)
+nb.code("""
+q_offsets.reveal("0, 1, 2 ... in every partition" if all(offs[0] == 0 for offs in per_partition)
+                 else "one counter for the whole topic (0 to 29)",
+                 "Each partition is a log of its own; the offset is a position in that log, not in the topic.")
+""")
 
 nb.md("""
 ## Order within a partition, not across
@@ -127,6 +142,41 @@ print("a second reader got", len(again), "records; the topic still holds",
 """, check=True)
 
 nb.md("""
+## Records are immutable: an "update" is a new record
+
+A stored record never changes: the log is append-only. To change ana's e-mail address you
+append a *new* record with the same key. Write her first address:
+""")
+nb.code("""
+accounts = cluster.create_topic(f"accounts-{run}", partitions=1)
+producer.produce(accounts, key="ana", value=json.dumps({"email": "ana@old.example"}))
+producer.flush(10)
+q_update = predict.ask("01.update", "Now ana's address is 'updated' (a new record, same key). "
+                       "Is the record with her old address gone from the topic?", kind="yes/no")
+q_update
+""")
+nb.code("""
+producer.produce(accounts, key="ana", value=json.dumps({"email": "ana@new.example"}))
+producer.flush(10)
+history = cluster.read_all(accounts)
+pd.DataFrame([{"offset": r.offset, "key": r.key_text, "value": r.value_text} for r in history])
+""")
+nb.code("""
+print("records stored for ana:", sum(r.key_text == "ana" for r in history))
+print("the old address is still stored, at its old offset:", history[0].offset == 0 and "old" in history[0].value_text)
+print("the update was appended at the next offset:", history[-1].offset == 1 and "new" in history[-1].value_text)
+""", check=True)
+nb.code("""
+q_update.reveal(not any("old" in r.value_text for r in history),
+                "Kafka never rewrites a record: the update is appended, the old version stays readable.")
+""")
+nb.md("""
+A consumer that wants "the current address" keeps the *last* value it read per key. The old
+version only leaves the log when **retention** deletes its whole segment, or when **compaction**
+keeps just the newest record per key — both happen live further down.
+""")
+
+nb.md("""
 ## On disk: a directory per partition
 
 Every broker has a data directory (`log.dirs`). Inside it, one directory per partition replica
@@ -167,6 +217,92 @@ producers, lesson 04), whether it belongs to a transaction, and its compression.
 """)
 
 nb.md("""
+### Segment indexes: finding an offset, or a time, without reading the log
+
+A consumer asks for "offset 537" or "the first record after 10:42"; the broker does not read a
+segment from its start to find it. Beside every `.log` are two **sparse** indexes:
+
+* `.index` maps an offset to the **byte position** in the `.log` where the batch holding it starts;
+* `.timeindex` maps a timestamp to an offset (the largest timestamp seen up to that offset).
+
+A new topic gets 1,000 sensor readings, one per second of the last ~17 minutes (the producer sets
+each record's timestamp), in batches of 10 records of about 200 bytes.
+""")
+nb.code("""
+q_index = predict.ask("01.index-entries", "1,000 records in batches of 10, about 190 KB. How many entries "
+                      "will the segment's offset index (.index) get?",
+                      choices=["1,000: one per record", "100: one per batch", "a few dozen: one per ~4 KB of log",
+                               "none until the segment is closed"])
+q_index
+""")
+nb.code("""
+readings = cluster.create_topic(f"readings-{run}", partitions=1)
+p = cluster.producer(batch_num_messages=10, linger_ms=5)
+start_ms = int(time.time() * 1000) - 1_000_000          # one reading per second, ending about now
+for i in range(1000):
+    p.produce(readings, key=f"sensor-{i % 10}", value=json.dumps({"reading": i, "pad": "x" * 150}),
+              timestamp=start_ms + i * 1000)
+    p.poll(0)
+p.flush(10)
+
+segment = dump_indexed_segment(cluster, segment_files(cluster, readings)[0])   # kafka-dump-log on all 3 files
+print(f"{segment.records} records in {len(segment.batches)} batches; "
+      f".index: {len(segment.offsets)} entries, .timeindex: {len(segment.times)} entries")
+pd.DataFrame(segment.offsets).head(5)
+""")
+nb.code("""
+n = len(segment.offsets)
+q_index.reveal("1,000: one per record" if n == segment.records else "100: one per batch" if n == len(segment.batches)
+               else "none until the segment is closed" if n == 0 else "a few dozen: one per ~4 KB of log",
+               f"{n} entries for {len(segment.batches)} batches: the broker adds one each time more than "
+               "index.interval.bytes (4,096) of log were written since the last, even in the open segment.")
+""")
+nb.code("""
+batch_starts = {b.last_offset: b.position for b in segment.batches}
+print("the offset index is sparse (fewer entries than batches):", 0 < len(segment.offsets) < len(segment.batches))
+print("each entry points at the first byte of the batch that holds its offset:",
+      all(batch_starts.get(e.offset) == e.position for e in segment.offsets))
+""", check=True)
+nb.md("""
+**Lookup by offset.** To serve a fetch from offset 537, the broker binary-searches `.index` for
+the last entry at or below 537, jumps to that byte of the `.log` and reads batch headers forward
+until it reaches the batch holding 537 — never more than about 4 KB of reading. The fetch
+returns that whole batch; the consumer skips the records before 537.
+`labkit.segments` replays the lookup on the dumped files:
+""")
+nb.code("""
+by_offset = segment.lookup_offset(537)
+print(by_offset)
+""")
+nb.md("""
+**Lookup by time.** `offsets_for_times` (what `kafka-consumer-groups --reset-offsets --to-datetime`
+uses) goes through `.timeindex` first: the last entry at or below the timestamp gives an offset,
+`.index` gives its byte position, and the broker reads forward to the first record whose timestamp
+is at or after the one asked for. Ask for half a second after reading 537 was taken:
+""")
+nb.code("""
+wanted = start_ms + 537_500
+by_time = segment.lookup_time(wanted)
+print(by_time)
+""")
+nb.code("""
+from confluent_kafka import TopicPartition
+
+reader = cluster.consumer(f"lookups-{run}", enable_auto_commit=False)
+try:
+    [answer] = reader.offsets_for_times([TopicPartition(readings, 0, wanted)], timeout=10)
+    reader.assign([TopicPartition(readings, 0, 537)])
+    fetched = reader.poll(10)
+finally:
+    reader.close()
+print("broker: first record at or after reading 537 + 0.5 s is offset", answer.offset)
+print("the index lookup by time finds the broker's answer:", by_time.offset == answer.offset)
+print("a fetch from offset 537 returns record 537 first:",
+      fetched is not None and fetched.offset() == 537 == json.loads(fetched.value())["reading"])
+print("the index lookup by offset lands on it too:", by_offset.offset == 537)
+""", check=True)
+
+nb.md("""
 ## Segments roll
 
 A partition's newest segment is the **active** one: appends go there. When it reaches
@@ -194,9 +330,14 @@ nb.md("""
 ## Retention deletes whole segments
 
 Retention (`retention.ms`, `retention.bytes`) never deletes single records: it deletes whole
-**closed** segments whose newest record is older than the limit, and moves the partition's
+segments whose newest record is older than the limit, and moves the partition's
 **log start offset** forward. Shorten this topic's retention to 3 seconds with Kafka's own
-`kafka-configs` tool, keep writing a little, and watch:
+`kafka-configs` tool, keep writing a little (a fresh record every half second), and watch.
+""")
+nb.code("""
+q_retention = predict.ask("01.retention", "Retention drops to 3 s, and the 3,500 records above will soon be "
+                          "older than that. Once retention has run, can any of them still be read?", kind="yes/no")
+q_retention
 """)
 nb.code("""
 print(cluster.tool("kafka-configs", "--alter", "--entity-type", "topics", "--entity-name", rolling,
@@ -212,12 +353,21 @@ print(f"log start offset: {start_before} -> {after.log_start_offset}   (high wat
 list_segments(cluster, rolling).query("kind == 'log'")
 """)
 nb.code("""
+kept = cluster.read_all(rolling)
+old_kept = [r for r in kept if r.key != b"tick"]
 print("old segments deleted, log start moved forward:", after.log_start_offset > start_before)
-print("the newest records are still readable:", cluster.read_all(rolling)[-1].key == b"tick")
+print("the newest records are still readable:", kept[-1].key == b"tick")
+print("records older than retention.ms still readable (they share the active segment with fresh ones):",
+      len(old_kept) > 0)
 """, check=True)
+nb.code("""
+q_retention.reveal(len(old_kept) > 0, f"{len(old_kept)} of the 3,500 survive: retention deletes whole segments, "
+                   "and the segment they share with the fresh ticks is not old enough to go.")
+""")
 nb.md("""
 A consumer that was behind the new log start offset has lost those records: its next fetch is
-out of range, and `auto.offset.reset` decides where it restarts (lesson 06).
+out of range, and `auto.offset.reset` decides where it restarts (lesson 06). And the old records
+you still see will go the same way once their segment holds nothing newer than three seconds.
 """)
 
 nb.md("""
@@ -241,6 +391,10 @@ p.produce(profiles, key="chen", value=None)          # tombstone: delete chen
 p.flush(10)
 before = cluster.read_all(profiles)
 print(len(before), "records before compaction")
+q_compact = predict.ask("01.compaction", f"{len(before)} records: 5 versions each of ana, ben and chen, then a "
+                        "tombstone for chen. How many records are left once the cleaner has run and the "
+                        "tombstone expired?", tolerance=0)
+q_compact
 """)
 nb.code("""
 def compacted():
@@ -265,6 +419,10 @@ print("one record per key:", done)
 print("latest values kept:", {u: v["version"] for u, v in sorted(survivors.items())})
 print("tombstoned key gone:", "chen" not in survivors)
 """, check=True)
+nb.code("""
+q_compact.reveal(len(survivors), "Compaction keeps the newest record of each key; the tombstone deleted chen's "
+                 "versions and then went itself after delete.retention.ms.")
+""")
 
 nb.md("""
 ## Partitions can be added, never removed
@@ -290,13 +448,18 @@ nb.md("""
 | a topic is one log per partition; offsets come from the broker | 30 events: offsets 0, 1, 2 … in each partition |
 | order holds within a partition, not across | per-partition order kept, the merged stream interleaved |
 | reading removes nothing | a second reader got all 30 again |
+| records are immutable: an update is a new record | ana's old address still stored at offset 0, the new one appended |
 | partitions are directories of segment files | `.log`, `.index`, `.timeindex` named by base offset; the batches inside |
-| segments roll; retention deletes whole segments | 3.5 MB → several segments; retention moved the log start offset |
+| the indexes are sparse and find records by offset and by time | an entry per ~4 KB; lookups replayed = the broker's fetch and `offsets_for_times` |
+| segments roll; retention deletes whole segments | 3.5 MB → several segments; retention moved the log start offset, records sharing the active segment stayed |
 | compaction keeps the newest value per key; tombstones delete | 16 records → one per key, `chen` gone, offsets kept |
 | partitions can't be removed | `INVALID_PARTITIONS` |
 
 **Next:** [02 · Keys and partitions: murmur2](02_keys_and_murmur2.ipynb) — which partition a key goes to, and
 why Python and Java producers disagree.
+""")
+nb.code("""
+predict.summary("01")
 """)
 nb.code("""
 del producer, p

@@ -3,9 +3,9 @@
 from labkit.authoring import Notebook
 
 nb = Notebook("02 · Keys and partitions: murmur2",
-              summary="Where a keyed record goes, why Python and Java producers disagree, hot partitions, "
-                      "and what adding partitions does to keys.",
-              minutes=30)
+              summary="Where a keyed record goes, why Python and Java producers disagree, the slide's Math.abs, "
+                      "hot partitions, co-partitioning, what adding partitions does to keys, sticky keyless records.",
+              minutes=35)
 
 nb.md("""
 # 02 · Keys and partitions: murmur2
@@ -15,7 +15,7 @@ takes the rule apart: the formula the Java client uses, the different default of
 client (a classic production surprise), what skewed keys do to a cluster, and why adding
 partitions moves keys around.
 
-*About 30 minutes. Every cell is safe to re-run.*
+*About 35 minutes. Every cell is safe to re-run.*
 """)
 
 nb.md("""
@@ -31,6 +31,7 @@ import plotly.graph_objects as go
 
 import labkit
 from labkit import partitioning as pt
+from labkit import predict
 
 labkit.setup_check()
 """)
@@ -120,6 +121,12 @@ the live cluster with three producers sending the same 200 keys to three identic
 """)
 nb.code("""
 keys = [f"customer-{i}" for i in range(200)]
+probe = next(k for k in keys if pt.java_partition(k, 6) == 3 and pt.librdkafka_partition(k, 6) != 3)
+q_python = predict.ask("02.python-partition", f"The Java producer puts {probe!r} in partition 3 of 6. "
+                       "Where does a Python producer with default settings put it?", choices=range(6))
+q_python
+""")
+nb.code("""
 topics = {name: cluster.create_topic(f"placement-{name}-{run}", partitions=6)
           for name in ("java", "python-default", "python-murmur2")}
 
@@ -140,10 +147,15 @@ landed = pd.DataFrame({name: {r.key_text: r.partition for r in cluster.read_all(
 landed.head(8)
 """)
 nb.code("""
+q_python.reveal(int(landed.loc[probe, "python-default"]),
+                f"The broker stored it in partition {landed.loc[probe, 'java']} from Java and "
+                f"{landed.loc[probe, 'python-default']} from Python: librdkafka hashes the key with CRC32, not murmur2.")
+""")
+nb.code("""
 same_as_java = {name: int((landed[name] == landed["java"]).sum()) for name in ("python-default", "python-murmur2")}
 print("keys placed like the Java producer, of", len(keys))
 for name, n in same_as_java.items():
-    print(f"  {name:<15} {n}")
+    print(f"  {name:<15} {n} ({n / len(keys):.0%})")
 print("model java_partition() predicts the Java producer:",
       all(landed.loc[k, "java"] == pt.java_partition(k, 6) for k in keys))
 print("model librdkafka_partition() predicts the default Python producer:",
@@ -153,19 +165,66 @@ nb.code("""
 fig = go.Figure(go.Bar(x=["Java producer", "Python, default", "Python, murmur2_random"],
                        y=[len(keys), same_as_java["python-default"], same_as_java["python-murmur2"]],
                        marker_color=["#2e86de", "#e67e22", "#27ae60"]))
-fig.update_layout(title="Keys stored in the same partition as the Java producer chose (of 200)",
+fig.update_layout(title=f"Keys stored in the same partition as the Java producer chose (of {len(keys)})",
                   yaxis_title="keys", height=340, margin=dict(t=50, b=30))
 fig
 """)
 nb.md("""
-Only about one key in six agrees by chance. **Why it matters:** if a Java service and a Python
-service both write `customer-42` to the same topic, its records end up in *two* partitions, and
-per-key ordering is gone. The same goes for joins that rely on co-partitioning (Kafka Streams,
-ksqlDB, Flink): both sides must use the same partitioner. The fix is one line —
+With the default partitioner only the share printed above agrees — what chance gives with six
+partitions (one in six). **Why it matters:** if a Java service and a Python service both write
+`customer-42` to the same topic, its records end up in *two* partitions, and per-key ordering is
+gone. Joins that rely on co-partitioning break the same way (below). The fix is one line —
 `"partitioner": "murmur2_random"` in every Python producer that shares topics with Java.
 
 librdkafka's other partitioners (`consistent`, `murmur2`, `fnv1a`, and their `_random` variants)
 differ in how they treat *null* and *empty* keys; the table is in `help(labkit.partitioning)`.
+""")
+
+nb.md("""
+### The slide's `Math.abs` is not `toPositive`
+
+A slide copied through many Kafka trainings writes the formula as
+`Math.abs(murmur2(key)) % (numPartitions - 1)`. The modulus is one bug (the exercise
+*The slide with two bugs* finds it). The other looks harmless: `Math.abs` instead of `toPositive`.
+It is not only about the one hash, −2³¹, whose absolute value does not fit in an `int`: for a
+negative hash `h`, `toPositive(h)` is `h + 2³¹` while `Math.abs(h)` is `−h` — different numbers,
+and usually different partitions. Fix the modulus and keep `Math.abs`: how many keys move?
+""", slide="subslide")
+nb.code("""
+q_abs = predict.ask("02.math-abs", "The slide's Math.abs(murmur2(key)) % 6 (modulus fixed): what share of keys "
+                    "does it put in a different partition than the Java producer?",
+                    choices=["none: only the hash -2^31", "about 1 in 6", "about 1 in 3", "about 1 in 2"])
+q_abs
+""")
+nb.code("""
+def slide_partition(key, n):
+    return abs(pt.murmur2(key)) % n        # Math.abs (no key here hashes to -2**31, where Java's would overflow)
+
+elsewhere = [k for k in keys if slide_partition(k, 6) != landed.loc[k, "java"]]
+negative = [k for k in keys if pt.murmur2(k) < 0]
+many = [f"key-{i}" for i in range(30_000)]
+share_many = sum(slide_partition(k, 6) != pt.java_partition(k, 6) for k in many) / len(many)
+print(f"the {len(keys)} keys the Java producer wrote: {len(elsewhere)} ({len(elsewhere) / len(keys):.0%}) "
+      f"land elsewhere under Math.abs")
+print(f"  {len(negative)} of them have a negative hash; Math.abs moves {len(elsewhere)} of those")
+print(f"30,000 more keys (model only): {share_many:.1%} land elsewhere")
+""")
+nb.code("""
+key = elsewhere[0]
+h = pt.murmur2(key)
+print(f"key {key!r}: murmur2 = {h}")
+print(f"  toPositive(h) = {pt.to_positive(h):>10}   % 6 = {pt.to_positive(h) % 6}   "
+      f"<- the Java producer stored it in partition {landed.loc[key, 'java']}")
+print(f"  Math.abs(h)   = {abs(h):>10}   % 6 = {abs(h) % 6}")
+print("Math.abs disagrees only where the hash is negative:", set(elsewhere) <= set(negative))
+print("and on about a third of the keys (between 25 % and 42 %):", 0.25 < len(elsewhere) / len(keys) < 0.42)
+""", check=True)
+nb.code("""
+share = len(elsewhere) / len(keys)
+q_abs.reveal("none: only the hash -2^31" if not elsewhere else "about 1 in 6" if share < 0.25
+             else "about 1 in 3" if share < 0.42 else "about 1 in 2",
+             f"{share:.0%} here. Half the hashes are negative; for those, toPositive and Math.abs differ by "
+             "2h + 2^31, a multiple of 6 only for one negative hash in three — so two in three move.")
 """)
 
 nb.md("""
@@ -220,6 +279,12 @@ from confluent_kafka.admin import NewPartitions
 
 growing = cluster.create_topic(f"growing-{run}", partitions=6)
 ids = [f"customer-{i}" for i in range(300)]
+q_moved = predict.ask("02.moved", "The topic grows from 6 to 8 partitions. What share of 300 keys will "
+                      "write to a different partition afterwards?",
+                      choices=["about 1 in 4", "about half", "about 3 in 4", "all of them"])
+q_moved
+""")
+nb.code("""
 
 def send_all(tag):
     p = cluster.producer(partitioner="murmur2_random")
@@ -237,6 +302,13 @@ for r in cluster.read_all(growing):
     where.setdefault(r.key_text, {})[r.value_text] = r.partition
 moved = sum(where[k]["before"] != where[k]["after"] for k in ids)
 print(f"{moved} of {len(ids)} keys now write to a different partition than before")
+""")
+nb.code("""
+share = moved / len(ids)
+q_moved.reveal("all of them" if moved == len(ids) else "about 3 in 4" if share > 0.62 else
+               "about half" if share > 0.37 else "about 1 in 4",
+               f"{share:.0%} moved: a hash stays put only if h % 6 == h % 8, true for 6 of every 24 values "
+               "(24 is the least common multiple): one key in four stays.")
 """)
 nb.code("""
 print("observed = predicted by java_partition with 6 then 8 partitions:",
@@ -261,35 +333,112 @@ partitions — consumers relying on per-key order must tolerate it.
 """)
 
 nb.md("""
+## Co-partitioning
+
+A stream processor that joins `orders` with `payments` per customer wants each customer's orders
+and payments in the **same partition number** of both topics: then the task that reads
+partition 2 of both topics sees every record of its customers and joins them locally. That holds
+only when both topics are **co-partitioned**: same key, same partitioner, same partition count.
+Write the same 100 customers to three topics — orders (6 partitions), payments (6), and
+refunds (8) — and ask the broker where each customer ended up:
+""")
+nb.code("""
+customers_100 = [f"customer-{i}" for i in range(100)]
+joined = {name: cluster.create_topic(f"{name}-{run}", partitions=n)
+          for name, n in (("orders-cp", 6), ("payments-cp", 6), ("refunds-cp", 8))}
+p = cluster.producer(partitioner="murmur2_random")
+for name, t in joined.items():
+    for c in customers_100:
+        p.produce(t, key=c, value=name)
+p.flush(10)
+partition_of = {name: {r.key_text: r.partition for r in cluster.read_all(t)} for name, t in joined.items()}
+pd.DataFrame(partition_of).loc[customers_100].head(6)
+""")
+nb.code("""
+same_6_6 = sum(partition_of["orders-cp"][c] == partition_of["payments-cp"][c] for c in customers_100)
+same_6_8 = sum(partition_of["orders-cp"][c] == partition_of["refunds-cp"][c] for c in customers_100)
+print(f"orders (6) and payments (6): {same_6_6} of 100 customers in the same partition number")
+print(f"orders (6) and refunds (8):  {same_6_8} of 100 customers in the same partition number")
+print("same partition count: co-partitioned:", same_6_6 == 100)
+print("different count: not co-partitioned:", same_6_8 < 100)
+""", check=True)
+nb.md("""
+**Kafka Streams** (and ksqlDB) joins read partition *n* of both inputs in one task, so they
+require co-partitioned topics: Streams refuses a join whose topics have different partition
+counts, but it cannot check the partitioner — a Python producer with the default partitioner
+(above) silently breaks a join. **Flink** does not need co-partitioned topics: its `keyBy`
+reshuffles records by key across its own tasks over the network, whatever partition they came
+from — at the cost of that shuffle.
+""")
+
+nb.md("""
 ## Keyless records
 
-Without a key there is nothing to hash. Modern producers (Java since 2.4, librdkafka since 1.9)
-use a **sticky** partitioner: fill a batch for one partition, then switch to another. Records
-spread evenly over time, but consecutive records travel together:
+Without a key there is nothing to hash. Modern producers use a **sticky** partitioner: keyless
+records go to one partition for a while, then to another, so they form bigger batches than
+one-record-each round robin would. *When* they switch differs:
+
+* the **Java** producer switches when it has sent a batch's worth to the partition (since 2.4,
+  KIP-480; since 3.3, after `batch.size` bytes, KIP-794);
+* **librdkafka** (so the Python client) switches on a **timer**: every
+  `sticky.partitioning.linger.ms` (default 10 ms) it picks a new random partition — full batch
+  or not.
+
+Send 3,000 small keyless records as a steady stream of about a second with
+`sticky.partitioning.linger.ms=50`. Together they are far below one batch (`batch.size` is 1 MB,
+`batch.num.messages` 10,000), so if batches decided, they would all stay in one partition.
+""")
+nb.code("""
+q_sticky = predict.ask("02.sticky", "3,000 keyless records over about a second, all of them fitting in one batch. "
+                       "How does the Python producer spread them?",
+                       choices=["one partition: the batch never fills", "a new partition every ~50 ms",
+                                "a new partition for every record"])
+q_sticky
 """)
 nb.code("""
 import time
 
 keyless = cluster.create_topic(f"keyless-{run}", partitions=6)
-order = []
-p = cluster.producer(linger_ms=5)      # sticky.partitioning.linger.ms defaults to 10 ms
+sent_at, placed_in = [], {}
+
+def on_delivery(err, msg):
+    if err is None and msg.value() != b"warm-up":
+        placed_in[int(msg.value())] = msg.partition()
+
+p = cluster.producer(linger_ms=5, sticky_partitioning_linger_ms=50)
+p.produce(keyless, value="warm-up")    # one record first: the producer learns the partitions' leaders
+p.flush(10)
+start = time.monotonic()
 for i in range(3000):
-    p.produce(keyless, value=f"event {i}", on_delivery=lambda err, msg: order.append(msg.partition()))
+    sent_at.append(time.monotonic() - start)
+    p.produce(keyless, value=str(i), on_delivery=on_delivery)
     p.poll(0)
-    if i % 50 == 49:
-        time.sleep(0.005)              # a steady stream of events, ~0.4 s in all
+    if i % 5 == 4:
+        time.sleep(0.002)              # a steady stream of events, about 1.3 s in all
 p.flush(30)
 
-switches = sum(1 for a, b in zip(order, order[1:]) if a != b)
-spread = Counter(r.partition for r in cluster.read_all(keyless))
+order = [placed_in[i] for i in range(3000)]
+run_starts = [0] + [i for i in range(1, len(order)) if order[i] != order[i - 1]]
+switches = len(run_starts) - 1
+every = pd.Series([sent_at[b] - sent_at[a] for a, b in zip(run_starts, run_starts[1:])]).median()
+spread = Counter(order)
 print("records per partition:", dict(sorted(spread.items())))
-print(f"partition changes between consecutive records: {switches} "
-      f"(about 2,500 if every record picked a partition at random)")
+print(f"{switches} partition switches in {sent_at[-1]:.2f} s: a new partition every {every * 1000:.0f} ms (median), "
+      f"about {len(order) // len(run_starts)} records each")
+px.scatter(x=sent_at, y=order, labels={"x": "seconds since the first record", "y": "partition"}, height=300,
+           title="Partition of each keyless record over time")
 """)
 nb.code("""
 print("keyless records reached several partitions:", len(spread) > 1)
-print("and travelled in runs, not one by one:", switches < 1000)
+print("the partition changed although no batch was ever full:", switches > 5 and len(order) < 10_000)
+print("and records travelled in runs, not one by one:", switches < len(order) / 10)
 """, check=True)
+nb.code("""
+q_sticky.reveal("one partition: the batch never fills" if switches == 0 else
+                "a new partition for every record" if switches > len(order) / 2 else "a new partition every ~50 ms",
+                "librdkafka's sticky partitioner picks a new random partition each sticky.partitioning.linger.ms; "
+                "a run lasts one interval, or two when the draw repeats the partition.")
+""")
 
 nb.md("""
 ## What you saw
@@ -298,15 +447,20 @@ nb.md("""
 |---|---|
 | a key always maps to one partition | 16 orders, 4 customers, each in one partition |
 | Java: `toPositive(murmur2(key)) % n` | the real Java producer matched `java_partition` for 200 keys |
-| Python's default is CRC32, not murmur2 | ~1 in 6 keys agreed; `murmur2_random` agreed on all |
+| Python's default is CRC32, not murmur2 | only chance agreement with Java; `murmur2_random` agreed on all |
+| `Math.abs` is not `toPositive` | about a third of keys (all with negative hashes) land elsewhere; one key shown |
 | hashing spreads keys, not load | one hot key made one partition hot |
 | adding partitions remaps keys | most of 300 keys moved from 6 to 8 partitions |
-| keyless records are sticky | thousands of records, only a few hundred partition switches |
+| co-partitioning needs the same partition count (and partitioner) | 6 and 6: every customer aligned; 6 and 8: most not |
+| librdkafka's keyless records are sticky on a timer | partition switches every `sticky.partitioning.linger.ms`, no batch ever full |
 
 **Exercises:** [murmur2 from scratch](exercises/murmur2.ipynb) ·
 [The slide with two bugs](exercises/partition_formula.ipynb) ·
 [Predict the placement](exercises/predict_placement.ipynb) ·
 [A custom partitioner](exercises/custom_partitioner.ipynb)
+""")
+nb.code("""
+predict.summary("02")
 """)
 nb.code("""
 del producer, p

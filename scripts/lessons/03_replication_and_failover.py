@@ -4,8 +4,9 @@ from labkit.authoring import Notebook
 
 nb = Notebook("03 · Replication and failover",
               summary="Leaders, followers, ISR and the high watermark; kill and pause brokers and watch "
-                      "elections, ISR shrink and catch-up, preferred leaders, N−1 failures.",
-              minutes=30)
+                      "elections, leadership coming back by itself, preferred elections by hand, ISR shrink and "
+                      "catch-up, N−1 failures, and unclean elections losing acknowledged records.",
+              minutes=35)
 
 nb.md("""
 # 03 · Replication and failover
@@ -14,21 +15,29 @@ Every partition is stored on several brokers: one **leader** takes the writes, *
 copy it. This lesson breaks brokers on purpose — kill, pause, restart — and counts what happens
 to leadership, to the in-sync replica set, and to the records.
 
-*About 30 minutes. Every cell is safe to re-run.*
+*About 35 minutes. Every cell is safe to re-run.*
 """)
 nb.md("""
 ## Setup
 
 Followers that stop fetching leave the ISR after `replica.lag.time.max.ms`; this cluster uses
-3 seconds instead of 30 so you don't wait.
+3 seconds instead of 30 so you don't wait. Like every Kafka cluster it also rebalances
+leadership by itself (`auto.leader.rebalance.enable=true`), checking every
+`leader.imbalance.check.interval.seconds` — 30 s in the lab, 300 s by Kafka's default.
 """)
 nb.code("""
+import json
+import re
+import tempfile
 import time
 import uuid
+from pathlib import Path
 
 import labkit
+from labkit import predict
 from labkit.producing import counts_frame, produce_and_count
 from labkit.viz import compare_partition_maps, partition_map
+from labkit.waiting import Wait
 
 labkit.setup_check()
 """)
@@ -75,15 +84,36 @@ nb.md("""
 
 Send 400 records with `acks=all`, and halfway through kill (SIGKILL) the broker leading
 partition 0. The controller elects a new leader **from the ISR**; the producer's next metadata
-refresh finds it and carries on.
+refresh finds it and carries on. Two questions first:
+""")
+nb.code("""
+q_failover = predict.ask("03.failover-seconds", "The leader of partition 0 is killed (SIGKILL, no goodbye). "
+                         "How many seconds until the partition has a new leader?", within=0.5, unit="s")
+q_failover
+""")
+nb.code("""
+q_lost = predict.ask("03.lost-on-kill", "400 records with acks=all, the leader killed after 200. "
+                     "How many acknowledged records are lost?", tolerance=0)
+q_lost
 """)
 nb.code("""
 before = cluster.describe_topic(payments)
 victim = before[0].leader
-failover = produce_and_count(cluster, payments, count=400, pace=0.005, acks="all",
-                             actions={200: lambda: cluster.kill_broker(victim)})
-after = cluster.wait_for_new_leader(payments, 0, victim)
-print(f"killed broker {victim}; partition 0 is now led by broker {after[0].leader}")
+quorum = cluster.tool("kafka-metadata-quorum", "describe", "--status").stdout
+active_controller = int(re.search(r"LeaderId:\\s+(\\d+)", quorum)[1])
+timing = {}
+
+def kill_leader():
+    timing["killed"] = time.monotonic()
+    cluster.kill_broker(victim)
+    cluster.wait_for_new_leader(payments, 0, victim)   # the loop waits here; records already sent are retried
+    timing["elected"] = time.monotonic()
+
+failover = produce_and_count(cluster, payments, count=400, pace=0.005, acks="all", actions={200: kill_leader})
+after = cluster.describe_topic(payments)
+failover_s = timing["elected"] - timing["killed"]
+print(f"killed broker {victim} (the active controller too: {victim == active_controller}); "
+      f"partition 0 led by broker {after[0].leader} after {failover_s:.1f} s")
 counts_frame({"acks=all, leader killed": failover})
 """)
 nb.code("""
@@ -91,6 +121,15 @@ print("new leader came from the old ISR:", after[0].leader in before[0].isr)
 print("no acknowledged record lost:", failover.lost == 0)
 print("every record acknowledged in the end:", failover.acked == failover.sent)
 """, check=True)
+nb.code("""
+q_failover.reveal(round(failover_s, 1), "The controller acts only once the broker missed its heartbeats for "
+                  "broker.session.timeout.ms (4 s in the lab, 9 s by default); when the killed node was also the "
+                  "active controller, a new controller must be elected first.")
+""")
+nb.code("""
+q_lost.reveal(failover.lost, "acks=all: a record is acknowledged once every in-sync replica has it, and the new "
+              "leader comes from the ISR.")
+""")
 nb.code("""
 compare_partition_maps({"before": (before, []), f"after killing broker {victim}": (after, [victim])}, brokers)
 """)
@@ -102,35 +141,91 @@ shows how the **idempotent producer** prevents exactly that.
 """)
 
 nb.md("""
-### The killed broker comes back
+### The killed broker comes back — and so does its leadership
 
 Restarted, it rejoins as a follower of every partition, fetches what it missed, and re-enters
-the ISR. It does **not** get its leadership back by itself.
+the ISR. It is still the *preferred* leader of partition 0 (first in the replica list).
+""")
+nb.code("""
+q_back = predict.ask("03.leadership-back", f"Broker {victim} is back in the ISR. Without anyone asking, will it "
+                     "lead partition 0 again within a minute?", kind="yes/no")
+q_back
 """)
 nb.code("""
 cluster.start_broker(victim)
 back = cluster.wait_for_isr(payments)
+in_sync_at = time.monotonic()
 print("ISR complete again:", all(set(p.isr) == set(p.replicas) for p in back.partitions))
 print("leaders now:", {p.partition: p.leader for p in back.partitions})
 """)
+nb.md("""
+Now just watch partition 0 (or the live view above). The active controller checks every
+`leader.imbalance.check.interval.seconds` for partitions not led by their preferred replica,
+and elects the preferred one wherever it is in the ISR:
+""")
+nb.code("""
+def led_by_victim():
+    state = cluster.describe_topic(payments)
+    return state if state[0].leader == victim else None
+
+home = Wait(f"broker {victim} to lead partition 0 again", timeout=75, interval=0.25).until(led_by_victim)
+rebalanced_at = time.monotonic()
+print(f"broker {victim} leads partition 0 again {rebalanced_at - in_sync_at:.0f} s after rejoining the ISR "
+      f"({rebalanced_at - timing['killed']:.0f} s after the kill)")
+""")
+nb.code("""
+print("the restarted broker got its leadership back by itself:", home[0].leader == victim)
+print("every partition is led by its preferred replica again:", all(p.leader == p.replicas[0] for p in home.partitions))
+""", check=True)
+nb.code("""
+q_back.reveal(home[0].leader == victim, "auto.leader.rebalance.enable (on by default): the controller's periodic "
+              "check moves leadership back to each preferred replica that is in sync. It runs every "
+              "leader.imbalance.check.interval.seconds, so the wait is anywhere from 0 to 30 s here.")
+""")
 
 nb.md("""
-## Preferred leader election
+## Preferred leader election, by hand
 
-Each partition's first replica is its *preferred* leader; spreading preferred leaders evenly is
-how Kafka balances load. After the failover one broker leads more than its share. Kafka's
-`kafka-leader-election` tool (or the broker itself, every `leader.imbalance.check.interval.seconds`)
-moves leadership back:
+Spreading preferred leaders evenly is how Kafka balances load, and operators move them on
+purpose: change a partition's replica order with `kafka-reassign-partitions` (the first replica
+becomes the preferred leader), then elect it with `kafka-leader-election`. Left alone, the
+controller's check would do the election — within 30 s here, within 5 minutes by default.
+
+**Why this demo cannot race the automatic check:** that check runs on a fixed period, and it
+*just* ran (it gave the restarted broker its leadership back a moment ago). The next one is a full
+`leader.imbalance.check.interval.seconds` away; the reorder and the manual election below take
+a few seconds. So whatever you see move in the next cells, you moved. (To rule the automatic
+check out entirely, a cluster can set `auto.leader.rebalance.enable=false` — then only
+manual elections move leaders.)
+
+Make the second replica of partition 2 its preferred leader:
 """)
 nb.code("""
-print("leaders on their preferred broker:",
-      sum(p.leader == p.replicas[0] for p in cluster.describe_topic(payments).partitions), "of 3")
-print(cluster.tool("kafka-leader-election", "--election-type", "PREFERRED", "--topic", payments,
-                   "--partition", "0"))
+current = cluster.describe_topic(payments)[2]
+new_order = [current.replicas[1], current.replicas[0], *current.replicas[2:]]
+plan = Path(tempfile.mkdtemp()) / "reorder.json"
+plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": payments, "partition": 2, "replicas": new_order}]}))
+cluster.tool("kafka-reassign-partitions", "--reassignment-json-file", str(plan), "--execute")
+
+def reordered_state():
+    state = cluster.describe_topic(payments)
+    return state if list(state[2].replicas) == new_order else None
+
+reordered = Wait("the new replica order", timeout=30).until(reordered_state)
+print(f"partition 2: replicas {list(current.replicas)} -> {list(reordered[2].replicas)}, "
+      f"leader still broker {reordered[2].leader}, preferred now broker {reordered[2].replicas[0]}")
 """)
 nb.code("""
+print("the reorder moved no leadership:", reordered[2].leader == current.leader != reordered[2].replicas[0])
+""", check=True)
+nb.code("""
+print(cluster.tool("kafka-leader-election", "--election-type", "PREFERRED", "--topic", payments, "--partition", "2"))
 balanced = cluster.describe_topic(payments)
-print("partition 0 led by its preferred replica again:", balanced[0].leader == balanced[0].replicas[0])
+print(f"done {time.monotonic() - rebalanced_at:.0f} s after the automatic check ran "
+      "(its next run is 30 s after it)")
+""")
+nb.code("""
+print("partition 2 is led by its new preferred replica:", balanced[2].leader == new_order[0])
 """, check=True)
 
 nb.md("""
@@ -144,11 +239,12 @@ nb.code("""
 follower = next(r for r in balanced[1].replicas if r != balanced[1].leader)
 cluster.pause_broker(follower)
 paused = produce_and_count(cluster, payments, count=200, pace=0.02, acks="all")
-deadline = time.monotonic() + 30
-lagging = cluster.describe_topic(payments)
-while follower in lagging[1].isr and time.monotonic() < deadline:
-    time.sleep(0.5)
-    lagging = cluster.describe_topic(payments)
+
+def without_follower():
+    state = cluster.describe_topic(payments)
+    return state if follower not in state[1].isr else None
+
+lagging = Wait(f"broker {follower} to leave the ISR", timeout=30, interval=0.5).until(without_follower)
 print(f"broker {follower} paused; partition 1 ISR is now {list(lagging[1].isr)}")
 partition_map(lagging, brokers, title=f"broker {follower} paused: out of sync")
 """)
@@ -173,9 +269,8 @@ nb.code("""
 survivor, *others = brokers
 for b in others:
     cluster.stop_broker(b)
-deadline = time.monotonic() + 30
-while any(p.leader != survivor for p in cluster.describe_topic(payments).partitions) and time.monotonic() < deadline:
-    time.sleep(0.5)
+Wait(f"broker {survivor} to lead every partition", timeout=30, interval=0.5).until(
+    lambda: all(p.leader == survivor for p in cluster.describe_topic(payments).partitions))
 readable = cluster.read_all(payments)
 print(f"brokers {others} stopped; all partitions led by broker {survivor}")
 print("records readable:", len(readable))
@@ -189,10 +284,118 @@ for b in others:
     cluster.start_broker(b)
 cluster.wait_for_isr(payments)
 """)
+
 nb.md("""
-**Unclean leader election.** If the *only* in-sync replica dies, Kafka waits for it to come back
-rather than electing an out-of-sync follower (which would silently drop the records it lacks).
-`unclean.leader.election.enable=true` chooses availability over those records instead.
+## Unclean leader election: availability or acknowledged records
+
+If the **only** in-sync replica dies, Kafka waits for it to come back rather than electing an
+out-of-sync follower, which would silently drop the records it lacks: the partition is offline
+until then. `unclean.leader.election.enable=true` — a **topic-level** setting (a broker-wide
+default exists too) — chooses availability instead. Two topics show both sides, each with one
+partition on the same two brokers and `min.insync.replicas=1`; only the second allows unclean
+elections:
+""")
+nb.code("""
+from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic
+
+leader, lagger = brokers[0], brokers[1]
+clean, unclean = cluster.topic_name(f"clean-{run}"), cluster.topic_name(f"unclean-{run}")
+created = cluster.admin().create_topics([
+    NewTopic(clean, 1, replica_assignment=[[leader, lagger]], config={"min.insync.replicas": "1"}),
+    NewTopic(unclean, 1, replica_assignment=[[leader, lagger]],
+             config={"min.insync.replicas": "1", "unclean.leader.election.enable": "true"}),
+])
+for future in created.values():
+    future.result(timeout=30)
+for t in (clean, unclean):
+    cluster.wait_for_isr(t)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, t)
+    setting = cluster.admin().describe_configs([resource])[resource].result(timeout=10)["unclean.leader.election.enable"]
+    print(f"{t}: unclean.leader.election.enable={setting.value} ({ConfigSource(setting.source).name})")
+""")
+nb.md("""
+Fifty records go to each topic while both replicas are in sync. Then broker `lagger` is paused
+until it drops out of the ISR, and a hundred more records go to each topic — acknowledged by
+`leader` alone (`acks=all` with an ISR of one meets `min.insync.replicas=1`):
+""")
+nb.code("""
+acked = {clean: [], unclean: []}
+
+def on_delivery(err, msg):
+    if err is None:
+        acked[msg.topic()].append(msg.value().decode())
+
+p = cluster.producer(acks="all")
+for i in range(50):
+    for t in (clean, unclean):
+        p.produce(t, value=f"in-sync-{i:03d}", on_delivery=on_delivery)
+p.flush(10)
+cluster.pause_broker(lagger)
+Wait(f"broker {lagger} to leave both ISRs", timeout=30, interval=0.25).until(
+    lambda: all(lagger not in cluster.describe_topic(t)[0].isr for t in (clean, unclean)))
+for i in range(100):
+    for t in (clean, unclean):
+        p.produce(t, value=f"leader-only-{i:03d}", on_delivery=on_delivery)
+p.flush(10)
+print({t: len(v) for t, v in acked.items()}, "records acknowledged per topic")
+""")
+nb.code("""
+q_unclean = predict.ask("03.unclean-lost", f"Now broker {leader} dies and the out-of-sync broker {lagger} comes "
+                        f"back. Of the {len(acked[unclean])} records acknowledged on {unclean}, how many are lost?",
+                        tolerance=0)
+q_unclean
+""")
+nb.code("""
+cluster.kill_broker(leader)
+cluster.resume_broker(lagger)
+
+def clean_offline():
+    state = cluster.describe_topic(clean)
+    return state if state[0].leader is None else None
+
+offline = {unclean: cluster.wait_for_new_leader(unclean, 0, old_leader=leader)[0],
+           clean: Wait(f"{clean} to have no leader", timeout=30, interval=0.25).until(clean_offline)[0]}
+kept = {r.value_text for r in cluster.read_all(unclean)}
+lost_unclean = [v for v in acked[unclean] if v not in kept]
+print(f"{clean}: leader {offline[clean].leader} — offline, waiting for broker {leader}")
+print(f"{unclean}: leader {offline[unclean].leader}, ISR {list(offline[unclean].isr)}, "
+      f"{len(kept)} records readable, {len(lost_unclean)} acknowledged records gone")
+print(cluster.tool("kafka-topics", "--describe", "--topic", clean))
+""")
+nb.code("""
+print("clean topic: no leader while its only in-sync replica is down:", offline[clean].leader is None)
+print("unclean topic: the out-of-sync broker was elected:", offline[unclean].leader == lagger)
+print("unclean topic: acknowledged records lost:", len(lost_unclean))
+print("  exactly those written while the new leader was out of sync:",
+      sorted(lost_unclean) == sorted(v for v in acked[unclean] if v.startswith("leader-only")))
+""", check=True)
+nb.code("""
+q_unclean.reveal(len(lost_unclean), f"All {len(lost_unclean)} records broker {leader} alone had acknowledged: "
+                 f"broker {lagger} never fetched them, and an unclean election makes its log the truth.")
+""")
+nb.md("""
+`kafka-topics --describe` shows why the clean topic waits: its ISR is empty, and Kafka 4 keeps
+the dead leader as an **eligible leader replica** (`Elr`), the only broker allowed to lead
+without losing data. Bring it back:
+""")
+nb.code("""
+cluster.start_broker(leader)
+for t in (clean, unclean):
+    cluster.wait_for_isr(t)
+clean_now = {r.value_text for r in cluster.read_all(clean)}
+unclean_now = {r.value_text for r in cluster.read_all(unclean)}
+print(f"{clean}: {len(clean_now)} records, led by broker {cluster.describe_topic(clean)[0].leader}")
+print(f"{unclean}: {len(unclean_now)} records, broker {leader} back as a follower")
+""")
+nb.code("""
+print("clean topic: nothing acknowledged lost once its leader came back:", set(acked[clean]) <= clean_now)
+print("unclean topic: the lost records stay lost (the old leader truncated its log to the new leader's):",
+      not any(v in unclean_now for v in lost_unclean))
+""", check=True)
+nb.md("""
+The trade-off in one line: a clean topic is **unavailable** while its last in-sync replica is
+down and loses nothing; an unclean one stays **available** and silently loses what only the
+dead leader had. Keep it off for anything you cannot afford to lose.
 """)
 
 nb.md("""
@@ -201,14 +404,19 @@ nb.md("""
 | claim | shown by |
 |---|---|
 | each partition has a leader and followers; the ISR and high watermark bound what is readable | the partition map and `describe_topic` |
-| a new leader is elected from the ISR and clients follow it | 400 records, leader killed at 200, none lost |
-| leadership does not return by itself; preferred election restores it | `kafka-leader-election --election-type PREFERRED` |
+| a new leader is elected from the ISR and clients follow it | 400 records, leader killed at 200, none lost; the election timed |
+| a restarted broker gets its leadership back by itself | the controller's periodic check re-elected the preferred replica |
+| a preferred election moves leadership on demand | replicas reordered, `kafka-leader-election --election-type PREFERRED` |
 | a stalled follower leaves the ISR and rejoins after catching up | pause → ISR shrinks → resume → ISR complete |
 | RF 3 survives 2 broker losses for reads | all records read from the last broker |
+| unclean leader election trades acknowledged records for availability | clean topic offline, unclean topic led by the out-of-sync broker, its leader-only records lost for good |
 
 **Next:** [04 · Producer guarantees](04_producer_guarantees.ipynb).
 """)
 nb.code("""
+predict.summary("03")
+""")
+nb.code("""
+del p
 cluster.stop()
 """)
-
