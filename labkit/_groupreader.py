@@ -69,6 +69,7 @@ def answer(admin, request: dict) -> dict:
                     group["error"] = reason(exc)
                     continue
                 group["state"] = (getattr(desc.state, "name", None) or str(desc.state)).lower()
+                group["coordinator"] = desc.coordinator.id if desc.coordinator is not None else None
                 group["members"] = [[m.member_id, m.client_id, m.host,
                                      [[tp.topic, tp.partition] for tp in
                                       (m.assignment.topic_partitions if m.assignment else [])]]

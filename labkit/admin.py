@@ -196,3 +196,30 @@ def broker_ids(admin: AdminClient, timeout: float = 5.0) -> set[int]:
     """Node ids of the brokers the cluster's metadata currently lists."""
     return set(admin.list_topics(timeout=timeout).brokers)
 
+
+
+def _resource(kind: str, name: str, settings: Optional[Mapping[str, Any]] = None) -> Any:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    types = {"topic": ConfigResource.Type.TOPIC, "broker": ConfigResource.Type.BROKER}
+    if kind not in types:
+        raise ClusterStateError(f"Unknown config resource {kind!r}.", f"Use one of: {', '.join(types)}.")
+    entries = [ConfigEntry(k, str(v).lower() if isinstance(v, bool) else str(v),
+                           incremental_operation=AlterConfigOpType.SET) for k, v in (settings or {}).items()]
+    return ConfigResource(types[kind], name, incremental_configs=entries or None)
+
+
+def alter_configs(admin: AdminClient, kind: str, name: str, settings: Mapping[str, Any],
+                  timeout: float = 15.0) -> None:
+    """Set dynamic configs of a ``"topic"`` or a ``"broker"`` (named by its id: librdkafka cannot address the
+    cluster-wide default)."""
+    futures = admin.incremental_alter_configs([_resource(kind, name, settings)], request_timeout=timeout)
+    for future in futures.values():
+        future.result(timeout=timeout)
+
+
+def describe_configs(admin: AdminClient, kind: str, name: str, timeout: float = 15.0) -> dict[str, str]:
+    """Every config of a ``"topic"`` or a ``"broker"`` as the broker reports it (defaults included)."""
+    futures = admin.describe_configs([_resource(kind, name)], request_timeout=timeout)
+    entries = next(iter(futures.values())).result(timeout=timeout)
+    return {key: entry.value for key, entry in entries.items()}

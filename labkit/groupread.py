@@ -66,6 +66,8 @@ class GroupView:
     members: tuple[MemberView, ...] = ()
     #: (topic, partition) -> committed / log-end offsets, for every partition committed to or assigned.
     offsets: Mapping[tuple[str, int], PartitionLag] = field(default_factory=dict)
+    #: The broker that coordinates the group (None when unknown).
+    coordinator: Optional[int] = None
 
     @property
     def total_lag(self) -> int:
@@ -189,14 +191,15 @@ class GroupReader:
 
 
 def parse_group(group: Mapping[str, Any], errors: Optional[list[str]] = None) -> tuple:
-    """One group of the reader's answer as (id, state, members, {(topic, partition): committed or None})."""
+    """One group of the reader's answer as (id, state, members, {(topic, partition): committed or None},
+    coordinator)."""
     if group.get("error") and errors is not None:
         errors.append(f"group {group['id']}: {group['error']}")
     members = tuple(sorted((MemberView(mid, cid, host, tuple(sorted((t, p) for t, p in tps)))
                             for mid, cid, host, tps in group["members"]), key=lambda m: (m.client_id, m.member_id)))
     offsets: dict[tuple[str, int], Optional[int]] = {tp: None for m in members for tp in m.partitions}
     offsets.update({(t, p): o for t, p, o in group["committed"]})
-    return group["id"], group["state"], members, offsets
+    return group["id"], group["state"], members, offsets, group.get("coordinator")
 
 
 #: One reader per cluster for one-off reads (``read_groups``, ``groupviz.read_group``), with its lock.

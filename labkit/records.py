@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Optional
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
+from .admin import client_logging
 from .errors import WaitTimeout
+from .waiting import Wait
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,14 +54,16 @@ def read_all(cluster: "ClusterLike", topic: str, timeout: float = 30.0, isolatio
     """
     topic = cluster.topic_name(topic)
     state = cluster.describe_topic(topic)
-    consumer = Consumer(cluster.client_config(**{
+    consumer = Consumer({**cluster.client_config(**{
         "group.id": f"labkit-reader-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
         "enable.partition.eof": True, "isolation.level": isolation_level, "auto.offset.reset": "earliest",
-    }))
+    }), **client_logging()})  # librdkafka's complaints about a stopped broker go to logging, not under the cell
     try:
         ends = {}
         for p in state.partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p.partition), timeout=10)
+            # a leader elected a moment ago answers OFFSET_NOT_AVAILABLE until its high watermark caught up
+            low, high = Wait(f"the offsets of {topic}-{p.partition}", timeout=timeout, interval=0.2).until(
+                lambda p=p: consumer.get_watermark_offsets(TopicPartition(topic, p.partition), timeout=10))
             if high > low:
                 ends[p.partition] = high
         if not ends:

@@ -115,6 +115,54 @@ class Member:
         """Every rebalance event this member recorded (over all its runs), oldest first."""
         return read_events(self.events_file, self.name)
 
+    def reported(self) -> bool:
+        """Its first rebalance callback has run (possibly handing it nothing)."""
+        return self.status_file.exists()
+
+
+#: The Java consumer's rebalance events (``kafka-verifiable-consumer``'s JSON lines) -> :data:`EVENT_KINDS`.
+JAVA_EVENTS = {"startup_complete": "start", "partitions_assigned": "assign", "partitions_revoked": "revoke",
+               "partitions_lost": "lost", "shutdown_complete": "closed"}
+
+
+class JavaMember(Member):
+    """A member running Kafka's own Java consumer (``kafka-verifiable-consumer`` from the cached jars), for
+    what librdkafka does not have (the eager ``StickyAssignor``). The tool prints every rebalance callback as a
+    JSON line with its time; they are read as :class:`MemberEvent` like a Python member's."""
+
+    def events(self) -> list[MemberEvent]:
+        out = read_events(self.events_file, self.name)  # what labkit wrote (killed)
+        if self.log.exists():
+            for line in self.log.read_text(errors="replace").splitlines():
+                if not line.startswith("{"):
+                    continue  # the JVM's own warnings share the output
+                try:
+                    raw = json.loads(line)
+                    kind = JAVA_EVENTS.get(raw.get("name", ""))
+                    if kind:
+                        parts = tuple(sorted((str(p["topic"]), int(p["partition"])) for p in raw.get("partitions", [])))
+                        out.append(MemberEvent(raw["timestamp"] / 1000, self.name, kind, parts))
+                except (ValueError, KeyError, TypeError):
+                    continue
+        return sorted(out, key=lambda e: e.t)
+
+    def processed(self) -> list[str]:
+        return []  # the tool reports counts, not records
+
+    def assignment(self) -> list[tuple[str, int]]:
+        held: set[tuple[str, int]] = set()
+        for e in self.events():
+            if e.kind == "assign":
+                held.update(e.partitions)
+            elif e.kind in ("revoke", "lost"):
+                held.difference_update(e.partitions)
+            elif e.kind in ("start", "closed", "killed"):
+                held.clear()
+        return sorted(held)
+
+    def reported(self) -> bool:
+        return any(e.kind == "assign" for e in self.events())
+
 
 def read_events(path: Path, member: str) -> list[MemberEvent]:
     """The events of one member's event log; a half-written last line (SIGKILL) is skipped."""
@@ -176,6 +224,31 @@ class Group:
         member = Member(name, process, log, status, events)
         self.members[name] = member
         return member
+
+    def start_java_member(self, name: str, assignment_strategy: str = "org.apache.kafka.clients.consumer.StickyAssignor",
+                          session_timeout_ms: int = 6000) -> Member:
+        """Start a member running the Java consumer with one of Java's assignors (a class name); it reads from
+        the earliest offset and commits after each batch."""
+        from .tools import tool_command
+
+        if name in self.members and self.members[name].alive:
+            raise LabkitError(f"Member {name!r} is already running.", "Stop it first, or use another name.")
+        log, events = self.workdir / f"{name}.java.jsonl", self.workdir / f"{name}.events.jsonl"
+        cmd = tool_command("kafka-verifiable-consumer", [
+            "--topic", self.topic, "--group-id", self.group_id, "--assignment-strategy", assignment_strategy,
+            "--session-timeout", str(session_timeout_ms), "--reset-policy", "earliest"],
+            self.cluster.bootstrap_servers, self.cluster.tool_config())
+        process = ManagedProcess(f"java member {name}", cmd, log).start()
+        member = JavaMember(name, process, log, self.workdir / f"{name}.status.json", events)
+        self.members[name] = member
+        return member
+
+    def pause_member(self, name: str) -> None:
+        """SIGSTOP: the whole process freezes, its heartbeats too (a long GC pause, a VM stalled)."""
+        self.members[name].process.pause()
+
+    def resume_member(self, name: str) -> None:
+        self.members[name].process.resume()
 
     def stop_member(self, name: str, timeout: float = 30.0) -> None:
         """Graceful: SIGTERM, the member closes its consumer (leaving the group) and exits."""
@@ -290,6 +363,21 @@ class Group:
                          + (f"; last error line: {tail[0]}" if tail else ""))
         return "\n".join(lines)
 
+    def wait_owned(self, by: Iterable[str], partitions: Optional[int] = None,
+                   timeout: float = 60.0) -> dict[str, list[tuple[str, int]]]:
+        """Wait until the members ``by`` together own every partition of the topic (or ``partitions`` of them),
+        whoever else is in the group; returns their assignment. For "the others took over its partitions"."""
+        names = list(by)
+        if partitions is None:
+            partitions = len(self.cluster.describe_topic(self.topic))
+
+        def taken() -> Optional[dict[str, list[tuple[str, int]]]]:
+            now = {name: self.members[name].assignment() for name in names}
+            return now if len({tp for parts in now.values() for tp in parts}) >= partitions else None
+
+        return Wait(f"{', '.join(names)} to own {partitions} partitions of {self.topic!r}", timeout=timeout,
+                    interval=0.1, evidence=self._evidence).until(taken)
+
     def wait_dead(self, name: str, timeout: float = 60.0) -> None:
         if self.members[name].process.wait(timeout) is None:
             raise LabkitError(f"Member {name!r} is still running after {timeout:.0f}s.", "See its .err file.")
@@ -308,14 +396,16 @@ class Group:
 def _complete(group: Group, assignment: dict[str, list[tuple[str, int]]], members: int, partitions: int) -> bool:
     """``members`` running members, each with a reported assignment, owning ``partitions`` partitions once."""
     owned = [tp for parts in assignment.values() for tp in parts]
-    reported = all(m.status_file.exists() for m in group.members.values() if m.alive)
+    reported = all(m.reported() for m in group.members.values() if m.alive)
     return len(assignment) == members and reported and len(owned) == len(set(owned)) == partitions
 
 
 # ------------------------------------------------------------------------------------------ the member process
 
 
-def _member(args: argparse.Namespace) -> int:  # pragma: no cover - runs in the child process
+def run_member(args: argparse.Namespace) -> int:  # pragma: no cover - runs in the child process
+    """The code every member process runs (lesson 05 shows it): a confluent-kafka consumer, its rebalance
+    callbacks, and the consume-process-commit loop in the commit style asked for."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     def commit(**kwargs: Any) -> None:
@@ -401,7 +491,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--crash-after", type=int, default=None)
     parser.add_argument("--config", default="{}")
     parser.add_argument("--events", default=None)
-    return _member(parser.parse_args(argv))
+    return run_member(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from labkit.errors import LabkitError, WaitTimeout
-from labkit.workloads import Group, Member, Outcome
+from labkit.workloads import Group, JavaMember, Member, Outcome, record_event
 
 
 def test_outcome_names_the_semantics():
@@ -129,6 +129,45 @@ def test_commit_after_processing_duplicates_and_before_loses(cluster, unique):
     # (commit after), or the part not yet processed is skipped (commit before).
     assert outcomes["sync"].lost == 0 and 0 < outcomes["sync"].duplicated < 50
     assert outcomes["before"].duplicated == 0 and 0 < outcomes["before"].lost < 50
+
+
+def test_wait_owned_returns_once_the_named_members_own_every_partition(tmp_path):
+    group = fake_group(tmp_path)
+    add_member(group, "a", [0, 1, 2])
+    add_member(group, "b", [3, 4, 5])
+
+    def take_over():
+        time.sleep(0.3)
+        report(group, "a", [0, 1, 2, 3, 4, 5])
+
+    threading.Thread(target=take_over).start()
+    got = group.wait_owned(["a"], timeout=10)
+    assert got == {"a": [("orders", p) for p in range(6)]}
+    with pytest.raises(WaitTimeout, match="c to own 6 partitions"):
+        add_member(group, "c", [])
+        group.wait_owned(["c"], timeout=0.3)
+
+
+def test_a_java_member_reads_its_rebalance_callbacks_from_the_tools_json_lines(tmp_path):
+    """kafka-verifiable-consumer prints one JSON line per event (with the JVM's warnings in between)."""
+    log = tmp_path / "a.java.jsonl"
+    line = '{{"timestamp":{t},"name":"{name}","partitions":[{parts}]}}'
+    part = '{{"topic":"orders","partition":{p}}}'
+    log.write_text("\n".join([
+        '{"timestamp":1000,"name":"startup_complete"}',
+        "WARN some JVM warning",
+        line.format(t=2000, name="partitions_assigned", parts=",".join(part.format(p=p) for p in (0, 1, 2))),
+        '{"timestamp":2500,"name":"records_consumed","count":7,"partitions":[]}',
+        line.format(t=3000, name="partitions_revoked", parts=",".join(part.format(p=p) for p in (0, 1, 2))),
+        line.format(t=3500, name="partitions_assigned", parts=part.format(p=1)),
+        '{"timestamp":4000,"name":"partitions_assigned","partitions":[{"topic":"orders"',  # cut off by a kill
+    ]))
+    member = JavaMember("a", FakeProc(), log, tmp_path / "a.status.json", tmp_path / "a.events.jsonl")
+    assert [(e.t, e.kind, len(e.partitions)) for e in member.events()] == [
+        (1.0, "start", 0), (2.0, "assign", 3), (3.0, "revoke", 3), (3.5, "assign", 1)]
+    assert member.assignment() == [("orders", 1)] and member.reported() and member.processed() == []
+    record_event(member.events_file, "killed")
+    assert member.events()[-1].kind == "killed" and member.assignment() == []
 
 
 @pytest.mark.integration

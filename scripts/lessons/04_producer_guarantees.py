@@ -3,18 +3,19 @@
 from labkit.authoring import Notebook
 
 nb = Notebook("04 · Producer guarantees",
-              summary="acks and min.insync.replicas under broker failures, duplicates from retries and the "
-                      "idempotent producer, batching and compression measured, transactions.",
-              minutes=35)
+              summary="acks (0, 1, all) and min.insync.replicas under broker failures, duplicates and reordering "
+                      "from retries and the idempotent producer, batching and compression measured, transactions.",
+              minutes=40)
 
 nb.md("""
 # 04 · Producer guarantees
 
 What does "the write succeeded" mean? It depends on the producer's settings. This lesson breaks
-brokers while producing and **counts**: records acknowledged, failed, stored, duplicated. Then it
-measures what batching and compression buy, and shows transactions on disk.
+brokers while producing and **counts**: records acknowledged, failed, stored, lost, duplicated, out
+of order. Then it measures what batching and compression buy, and shows transactions on disk.
+Before each measurement you will be asked what you expect: lock in a guess, then run the cell.
 
-*About 35 minutes. Every cell is safe to re-run.*
+*About 40 minutes. Every cell is safe to re-run.*
 """)
 nb.md("""
 ## Setup
@@ -30,8 +31,10 @@ import pandas as pd
 import plotly.express as px
 
 import labkit
-from labkit.producing import counts_frame, produce_and_count
+from labkit import predict
+from labkit.producing import counts_frame, produce_and_count, produce_through_refusals
 from labkit.segments import batches_frame, dump_partition, records_frame
+from labkit.waiting import Wait
 
 labkit.setup_check()
 """)
@@ -49,7 +52,12 @@ nb.md("""
 * `min.insync.replicas=2` — the broker *refuses* an `acks=all` write when fewer than 2 replicas
   are in sync: better to fail loudly than to pretend the record is safe.
 
-With one of three brokers down, `acks=all` still works. With two down, only the leader is left:
+With one of three brokers down, `acks=all` still works. With two down, only the leader is left.
+""")
+nb.code("""
+two_down = predict.ask("04.acks-all-two-down", "Two of the three brokers are down. Of 100 records sent with "
+                       "acks=all (min.insync.replicas=2), how many are acknowledged?", choices=[0, 50, 100])
+two_down
 """)
 nb.code("""
 topic = cluster.create_topic(f"acks-{run}", partitions=1, replication_factor=3)
@@ -61,9 +69,8 @@ results = {"all brokers up, acks=all": produce_and_count(cluster, topic, 100, ac
 cluster.stop_broker(followers[0])
 results["1 broker down, acks=all"] = produce_and_count(cluster, topic, 100, acks="all", **quick)
 cluster.stop_broker(followers[1])
-deadline = time.monotonic() + 20
-while len(cluster.describe_topic(topic)[0].isr) > 1 and time.monotonic() < deadline:
-    time.sleep(0.5)
+Wait("the ISR to shrink to the leader", timeout=20, interval=0.5).until(
+    lambda: len(cluster.describe_topic(topic)[0].isr) == 1)
 results["2 brokers down, acks=all"] = produce_and_count(cluster, topic, 100, acks="all", **quick)
 results["2 brokers down, acks=1"] = produce_and_count(cluster, topic, 100, acks="1", **quick)
 counts_frame(results)
@@ -73,6 +80,11 @@ print("errors with 2 down and acks=all:", dict(results["2 brokers down, acks=all
 print("acks=all fails when the ISR is below min.insync.replicas:", results["2 brokers down, acks=all"].acked == 0)
 print("acks=1 still gets acknowledgements:", results["2 brokers down, acks=1"].acked == 100)
 """, check=True)
+nb.code("""
+two_down.reveal(results["2 brokers down, acks=all"].acked,
+                "With the leader alone in the ISR, fewer than min.insync.replicas copies exist: it refuses every "
+                "acks=all write (NOT_ENOUGH_REPLICAS), and the producer gives up after message.timeout.ms.")
+""")
 nb.md("""
 The `acks=all` records never became safe, so the producer gave up on them after
 `message.timeout.ms` (`_MSG_TIMED_OUT`; it had been retrying the broker's `NOT_ENOUGH_REPLICAS`).
@@ -96,6 +108,46 @@ print("the acks=1 records became visible after the followers caught up:",
 """, check=True)
 
 nb.md("""
+### acks=0: nobody answers
+
+With `acks=0` the producer does not wait for the broker at all: a record counts as delivered as
+soon as it is written to the network connection. Cheap and fast — and blind. A partition's
+leader freezes (a long garbage-collection pause, a hung disk) while 1,000 records are being sent,
+then crashes; a follower takes over. The same with `acks=all` (and idempotence) for comparison:
+""")
+nb.code("""
+acks0_lost = predict.ask("04.acks0-lost", "acks=0, 1,000 records: the leader freezes at record 300 and crashes at "
+                         "record 600. How many records the producer reported as delivered are not stored?",
+                         within=0.5)
+acks0_lost
+""")
+nb.code("""
+def leader_freezes_then_dies(acks):
+    t = cluster.create_topic(f"acks-{acks}-{uuid.uuid4().hex[:6]}", partitions=1, replication_factor=3)
+    leader = cluster.describe_topic(t)[0].leader
+    count = produce_and_count(cluster, t, count=1000, pace=0.002, keyed=False, acks=acks,
+                              enable_idempotence=(acks == "all"), message_timeout_ms=30000,
+                              actions={300: lambda: cluster.pause_broker(leader),
+                                       600: lambda: cluster.kill_broker(leader)})
+    cluster.start_broker(leader)
+    cluster.wait_for_isr(t)
+    return count
+
+blind = {"acks=0": leader_freezes_then_dies("0"), "acks=all": leader_freezes_then_dies("all")}
+counts_frame(blind)
+""")
+nb.code("""
+print("acks=0: every record reported as delivered:", blind["acks=0"].acked == 1000 and blind["acks=0"].failed == 0)
+print("acks=0: some of those records are not stored:", blind["acks=0"].lost > 0)
+print("acks=all: every record acknowledged, none lost:", blind["acks=all"].acked == 1000 and blind["acks=all"].lost == 0)
+""", check=True)
+nb.code("""
+acks0_lost.reveal(blind["acks=0"].lost, "Everything written into the frozen leader's connection, and what it had not "
+                  "yet replicated, died with it; acks=0 never hears about it. How many depends on the moment: run "
+                  "the cell again and compare.")
+""")
+
+nb.md("""
 ## Duplicates from retries
 
 A producer retries when it gets no answer in time. But "no answer" does not mean "not written":
@@ -104,6 +156,11 @@ retry writes it again.
 
 Make that happen: pause a follower (so `acks=all` writes can't complete), with a short
 `request.timeout.ms`; the producer times out and resends batches the leader already appended.
+""")
+nb.code("""
+twice = predict.ask("04.duplicates", "Idempotence off, a follower stalls for 5 s, request.timeout.ms = 1.5 s: will "
+                    "the topic store some record twice?", kind="yes/no")
+twice
 """)
 nb.code("""
 def retries_while_follower_stalls(idempotent: bool):
@@ -130,6 +187,10 @@ print("without idempotence, duplicates stored:", plain.duplicates > 0)
 print("with idempotence, duplicates stored:", idem.duplicates)
 print("with idempotence, every record stored exactly once:", idem.stored == idem.sent and idem.lost == 0)
 """, check=True)
+nb.code("""
+twice.reveal(plain.duplicates > 0, f"{plain.duplicates} duplicates without idempotence: the broker had written the "
+             "batches whose acknowledgements timed out, and the retries wrote them again.")
+""")
 nb.md("""
 ### How the broker knows: producer id and sequence numbers
 
@@ -154,6 +215,58 @@ print("sequence numbers stored 0, 1, 2, ... without repeats:", sequences == list
 nb.md("""
 Since Kafka 3.0 the Java producer enables idempotence by default. librdkafka (the Python client)
 still defaults to `enable.idempotence=false`: set it yourself.
+
+## Ordering: retries with several requests in flight
+
+`max.in.flight.requests.per.connection` is how many produce requests a producer sends to a broker
+before it has heard back from the first (librdkafka's default: 1,000,000; Java's: 5). More in
+flight means more throughput — and a risk for order: if the broker **refuses** request A
+(a retriable error) but accepts request B, already on its way behind it, A's retry is stored
+*after* B.
+
+The broker refuses writes when too few replicas are in sync (`NOT_ENOUGH_REPLICAS`). Make that
+happen now and then: one follower of a one-partition topic stops, and eight times while 3,000
+records are produced, the topic's `min.insync.replicas` goes up to 3 for a moment (refused), then
+back to 2. The producer retries at once, 5 records per request
+(`labkit.producing.produce_through_refusals`). The broker's log is then read back in offset order:
+how many records come after one that was sent later?
+""")
+nb.code("""
+out_of_order = predict.ask("04.reorder", "Idempotence off, up to 5 requests in flight, the broker refusing writes "
+                           "now and then: will the topic store any record after one that was sent later?",
+                           kind="yes/no")
+out_of_order
+""")
+nb.code("""
+ordering_topic = cluster.create_topic(f"ordering-{run}", partitions=1, replication_factor=3)
+in_flight = {
+    "idempotence off, 5 in flight": dict(enable_idempotence=False, max_in_flight_requests_per_connection=5),
+    "idempotence on, 5 in flight": dict(enable_idempotence=True, max_in_flight_requests_per_connection=5),
+}
+# A reorder needs a refusal to fall between two requests in flight; if none did this time, go again.
+for attempt in range(3):
+    ordering = produce_through_refusals(cluster, ordering_topic, in_flight)
+    if ordering["idempotence off, 5 in flight"].reordered:
+        break
+counts_frame(ordering)
+""")
+nb.code("""
+loose, strict = ordering["idempotence off, 5 in flight"], ordering["idempotence on, 5 in flight"]
+print("idempotence off: records stored after a later one:", loose.reordered > 0)
+print("idempotence on: records stored after a later one:", strict.reordered)
+print("idempotence on: every record stored once:", strict.stored == strict.sent and strict.duplicates == 0)
+""", check=True)
+nb.code("""
+out_of_order.reveal(loose.reordered > 0, f"{loose.reordered} records landed behind later ones (and "
+                    f"{loose.duplicates} twice). With idempotence the leader checks each batch's sequence number: "
+                    "a batch that arrives after a gap is refused too, so the retry goes in first.")
+""")
+nb.md("""
+With idempotence, up to 5 requests may be in flight and order still holds: the broker accepts a
+producer's batches only in sequence (`OUT_OF_ORDER_SEQUENCE_NUMBER` otherwise), and librdkafka
+refuses `max.in.flight.requests.per.connection` above 5 when idempotence is on. Without idempotence,
+the old advice was one request in flight, paying a round trip per request; idempotence is the better
+answer: order kept with 5 in flight, and no duplicates.
 """)
 
 nb.md("""
@@ -163,6 +276,11 @@ A producer groups records per partition into batches. `linger.ms` waits a little
 fill, `batch.size` caps it, and compression works on whole batches — bigger batches compress
 better. Send 30,000 JSON-ish records under a few settings and measure throughput and the latency
 each record saw (from `produce()` to its acknowledgement):
+""")
+nb.code("""
+shrink = predict.ask("04.zstd-ratio", "zstd against no compression: how many times less disk space does this data "
+                     "take (averaged over the linger settings)?", within=0.3, unit="×")
+shrink
 """)
 nb.code("""
 import json
@@ -205,10 +323,14 @@ none = runs[runs.compression == "none"]["bytes on disk"].mean()
 zstd = runs[runs.compression == "zstd"]["bytes on disk"].mean()
 print("zstd stores this data in less space than no compression:", zstd < none)
 """, check=True)
+nb.code("""
+shrink.reveal(round(none / zstd, 1), "Every record repeats the same field names: compressing a whole batch "
+              "removes that repetition, and bigger batches give the compressor more of it.")
+""")
 nb.md("""
 On a laptop-sized cluster the numbers jump around, but the shape is typical: compression shrinks
-what is sent and stored severalfold; a larger `linger.ms` trades a few milliseconds of latency
-for fuller batches.
+what is sent and stored several times over (the ratio above); a larger `linger.ms` trades a few
+milliseconds of latency for fuller batches.
 """)
 
 nb.md("""
@@ -234,13 +356,12 @@ for i in range(3):
 producer.flush(30)                      # they really reach the broker...
 producer.abort_transaction(30)          # ...and are then aborted
 
-deadline = time.monotonic() + 20        # the coordinator writes the markers just after the call returns
-while time.monotonic() < deadline:
+def both_views():  # the coordinator writes the markers just after the call returns
     committed = cluster.read_all(tx_topic, isolation_level="read_committed")
     everything = cluster.read_all(tx_topic, isolation_level="read_uncommitted")
-    if len(committed) == 5 and len(everything) == 8:
-        break
-    time.sleep(0.5)
+    return (committed, everything) if len(committed) == 5 and len(everything) == 8 else None
+
+committed, everything = Wait("both transactions' markers", timeout=20, interval=0.5).until(both_views)
 print("read_committed sees:  ", [r.value_text for r in committed])
 print("read_uncommitted sees:", [r.value_text for r in everything])
 """)
@@ -271,12 +392,17 @@ transaction) builds on this; the exercise *transfer exactly once* asks you to wr
 |---|---|
 | `acks=all` + `min.insync.replicas=2` survives one broker down and refuses writes with two down | 0 of 100 acknowledged, `NOT_ENOUGH_REPLICAS` |
 | `acks=1` keeps accepting writes on a single copy | 100 of 100 acknowledged with two brokers down |
+| `acks=0` reports records as delivered that no broker stored | all 1,000 "delivered", some lost when the leader froze and died; none with `acks=all` |
 | retries after lost acknowledgements duplicate records | duplicates > 0 without idempotence, 0 with it |
 | producer id + sequence numbers let the broker drop duplicates | the batches in the segment dump |
+| retries with several requests in flight reorder records, unless idempotent | records stored after later ones without idempotence, none with it |
 | batching and compression trade latency for throughput and space | the scatter plot |
 | transactions are all-or-nothing for `read_committed` readers | 5 committed visible, 3 aborted hidden; COMMIT/ABORT markers |
 
 **Next:** lesson 05 — consumer groups.
+""")
+nb.code("""
+predict.summary("04")
 """)
 nb.code("""
 del producer

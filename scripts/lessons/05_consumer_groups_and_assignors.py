@@ -3,32 +3,39 @@
 from labkit.authoring import Notebook
 
 nb = Notebook("05 · Consumer groups and assignors",
-              summary="A group splitting a topic, idle members, two groups, rebalances on a timeline, range vs "
-                      "round robin predicted and compared, eager vs cooperative rebalancing, static membership "
-                      "and the broker-side group protocol.",
-              minutes=40)
+              summary="A group splitting a topic, its coordinator killed, heartbeats vs max.poll.interval.ms, idle "
+                      "members, two groups, rebalances on a timeline, range vs round robin predicted and compared, "
+                      "eager, sticky and cooperative rebalancing, static membership and the broker-side group "
+                      "protocol.",
+              minutes=50)
 
 nb.md("""
 # 05 · Consumer groups and assignors
 
 Consumers that share a `group.id` share the work: each partition goes to exactly one member of
 the group. This lesson runs group members as separate processes, watches the group rebalance as
-members come and go, checks the assignors' rules against what the group really handed out, and
-measures who stops consuming during a rebalance under each protocol.
+members come and go, kills the broker that coordinates it, lets members stop heartbeating or stop
+polling, checks the assignors' rules against what the group really handed out, and measures who
+stops consuming during a rebalance under each protocol. Before each measurement, lock in what you
+expect.
 
-*About 40 minutes. Every cell is safe to re-run.*
+*About 50 minutes. Every cell is safe to re-run.*
 """)
 nb.md("""
 ## Setup
 """)
 nb.code("""
+import inspect
+import textwrap
 import time
 import uuid
 
 import pandas as pd
+from IPython.display import Code
 
 import labkit
-from labkit import assignors, groupviz
+from labkit import assignors, groupviz, predict, workloads
+from labkit.waiting import Wait
 from labkit.workloads import Group
 
 labkit.setup_check()
@@ -78,8 +85,18 @@ nb.md("""
 
 Now add a fourth member, then stop one gracefully. Each change of membership makes the group
 **rebalance**: the coordinator (a broker) collects the members, the leader member runs the
-assignor, and everyone gets a new assignment. Every member writes down, with the time, each
-partition its rebalance callbacks hand it (`on_assign`) or take away (`on_revoke`); drawn as bars:
+assignor, and everyone gets a new assignment. A member learns about it through the **rebalance
+callbacks** it passed to `subscribe()`: `on_assign` with the partitions it gets, `on_revoke` with
+those taken away (`on_lost` when it was thrown out). This is the loop every member process of this
+lesson runs (`labkit.workloads.run_member`): the callbacks write down, with the time, what they were
+handed, and they only ever run inside `consume()`:
+""")
+nb.code("""
+source = inspect.getsource(workloads.run_member)
+Code(textwrap.dedent(source[source.index("    def changed"):source.index("    finally:")]), language="python")
+""")
+nb.md("""
+Add a fourth member, then stop one gracefully, and draw what the callbacks wrote down as bars:
 """)
 nb.code("""
 joins = time.time()
@@ -96,6 +113,81 @@ final = workers.assignment()
 print("members now:", sorted(final))
 print("all 6 partitions owned after the changes:", sorted(p for parts in final.values() for _, p in parts) == list(range(6)))
 """, check=True)
+
+nb.md("""
+## The group coordinator
+
+One broker runs the group: its **coordinator**. It tracks the members, runs the join and sync of a
+rebalance, and stores the group's commits. Which broker? The group id picks a partition of the
+internal topic `__consumer_offsets` — `abs(hashCode(group.id)) % offsets.topic.num.partitions`, with
+Java's `String.hashCode` — and the leader of that partition is the coordinator. Compute it, and ask
+the cluster:
+""")
+nb.code("""
+def java_hash(text):                       # java.lang.String.hashCode: over UTF-16 code units, 32-bit signed
+    h = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+offsets_topic = cluster.describe_topic("__consumer_offsets")
+slot = abs(java_hash(workers.group_id)) % len(offsets_topic)
+coordinator = groupviz.read_group(cluster, workers.group_id).coordinator
+print(f"group {workers.group_id!r} -> __consumer_offsets partition {slot} of {len(offsets_topic)}, led by broker "
+      f"{offsets_topic[slot].leader}; the cluster says the coordinator is broker {coordinator}")
+""")
+nb.code("""
+print("the coordinator is the leader of the group's __consumer_offsets partition:",
+      coordinator == offsets_topic[slot].leader)
+""", check=True)
+nb.md("""
+Kill that broker while the three members consume. `__consumer_offsets` is replicated like any
+topic, so another broker becomes the leader of that partition and takes over as coordinator; the
+members find it with their next request.
+""")
+nb.code("""
+coordinator_dies = predict.ask("05.coordinator-dies", "The coordinator's broker is killed while the members "
+                               "consume. What happens to their partitions?",
+                               choices=["all revoked: a full rebalance", "none revoked: they carry on",
+                                        "the group is gone until the broker returns"])
+coordinator_dies
+""")
+nb.code("""
+killed_at = time.time()
+cluster.kill_broker(coordinator)
+
+def moved_on():                 # the group as the broker now coordinating it reports it
+    group = groupviz.read_group(cluster, workers.group_id)
+    return group if group.coordinator not in (None, coordinator) and len(group.members) == 3 else None
+
+Wait("another broker to coordinate the group", timeout=60, interval=0.5).until(moved_on)
+took = time.time() - killed_at
+workers.wait_settled(3, quiet=2.0)
+after_kill = groupviz.read_group(cluster, workers.group_id)
+revoked_by_kill = groupviz.revocations(workers.events(), since=killed_at)
+print(f"broker {after_kill.coordinator} coordinates the group {took:.1f} s after broker {coordinator} died; "
+      f"state {after_kill.state}, {len(after_kill.members)} members; partitions revoked since: "
+      f"{sum(revoked_by_kill.values())}")
+cluster.start_broker(coordinator)
+""")
+nb.code("""
+print("another broker coordinates the group:", after_kill.coordinator != coordinator)
+print("the group still has its 3 members, each with partitions:",
+      len(after_kill.members) == 3 and all(m.partitions for m in after_kill.members))
+""", check=True)
+nb.code("""
+revoked_total = sum(revoked_by_kill.values())
+coordinator_dies.reveal(
+    "all revoked: a full rebalance" if revoked_total >= 6 else "none revoked: they carry on" if not revoked_total
+    else f"{revoked_total} revoked",
+    "The group lives in a replicated __consumer_offsets partition, so another broker took it over. Meanwhile the "
+    "members had no coordinator to heartbeat to, and their 6 s session timeout ran out before the move was done: "
+    "they had to join again, a rebalance. (With a session timeout longer than the move, they carry on.)"
+    if revoked_total else
+    "The group lives in a replicated __consumer_offsets partition: another broker took it over, and the members' "
+    "heartbeats reached it within their session timeout.")
+""")
 nb.code("""
 workers.wait_processed(len(ids), timeout=90)
 print("every event processed at least once by the group:", workers.outcome(ids).lost == 0)
@@ -103,11 +195,84 @@ workers.stop()
 """, check=True)
 
 nb.md("""
+## Heartbeats and max.poll.interval.ms
+
+How does the coordinator know a member is still there? Two clocks:
+
+* a background thread of the client sends a **heartbeat** every `heartbeat.interval.ms`; after
+  `session.timeout.ms` without one, the coordinator removes the member;
+* the application must call `poll()`/`consume()` at least every `max.poll.interval.ms`; if it does
+  not, the client itself leaves the group — although its heartbeat thread is fine.
+
+Two groups of two members on the same topic, `session.timeout.ms` = 3 s and
+`max.poll.interval.ms` = 12 s. In one, member `frozen` stops entirely (`SIGSTOP`: no heartbeats, no
+polls). In the other, member `stuck` takes one record and spends a minute on it: its heartbeat
+thread runs on, its loop never comes back to `consume()`. We watch when the other member, `a`, gets
+their partitions.
+""")
+nb.code("""
+stuck_removed = predict.ask("05.stuck-removed", "The stuck member heartbeats but does not poll. How many seconds "
+                            "after it stopped polling does `a` get its partitions?", tolerance=2, unit="s")
+stuck_removed
+""")
+nb.code("""
+TIMEOUTS = dict(session_timeout_ms=3000, heartbeat_interval_ms=500, max_poll_interval_ms=12000)
+frozen_group, stuck_group = Group(cluster, events, f"frozen-{run}"), Group(cluster, events, f"stuck-{run}")
+for group in (frozen_group, stuck_group):
+    group.start_member("a", process_ms=5, **TIMEOUTS)
+frozen_group.start_member("frozen", process_ms=5, **TIMEOUTS)
+frozen_group.wait_settled(2, quiet=1.0)
+stuck_group.wait_settled(1, quiet=1.0)
+stuck_group.start_member("stuck", batch=1, process_ms=60_000, **TIMEOUTS)   # one record, then a minute of work
+stuck_group.wait_settled(2, quiet=0)
+stopped_polling = max(e.t for e in stuck_group.events() if e.member == "stuck" and e.kind == "assign")
+frozen_at = time.time()
+frozen_group.pause_member("frozen")
+frozen_group.wait_owned(["a"], timeout=30)                 # the coordinator removed `frozen`: a has it all
+stuck_group_then = sorted(m.client_id for m in groupviz.read_group(cluster, stuck_group.group_id).members)
+stuck_group.wait_owned(["a"], timeout=40)                  # and now `stuck` is gone too
+for group in (frozen_group, stuck_group):
+    group.stop()
+
+def taken_over(group, member, since):   # seconds until a's on_assign had every partition `member` owned
+    theirs = groupviz.owned_at(group.events(), since)[member]
+    got = {(h.topic, h.partition): h.start for h in groupviz.holdings(group.events())
+           if h.member == "a" and h.start >= since and (h.topic, h.partition) in theirs}
+    return max(got.values()) - since
+
+frozen_after = taken_over(frozen_group, "frozen", frozen_at)
+stuck_after = taken_over(stuck_group, "stuck", stopped_polling)
+print(f"frozen (no heartbeats): its partitions went to a after {frozen_after:.1f} s; the stuck group's members "
+      f"then: {stuck_group_then}")
+print(f"stuck (heartbeats, no polls): its partitions went to a {stuck_after:.1f} s after it stopped polling")
+""")
+nb.code("""
+print("when frozen was removed, stuck (not polling for longer) was still in its group:", "stuck" in stuck_group_then)
+print("frozen: removed after session.timeout.ms, well before max.poll.interval.ms:", 3.0 <= frozen_after < 12.0)
+print("stuck: removed only after max.poll.interval.ms:", stuck_after >= 12.0)
+""", check=True)
+nb.code("""
+stuck_removed.reveal(round(stuck_after, 1), "Its heartbeats kept it in the group past the 3 s session timeout; at "
+                     "max.poll.interval.ms (12 s) the client gave up on the application and left the group.")
+""")
+nb.md("""
+A member that is alive but busy is not thrown out by its session timeout: heartbeats come from a
+thread of their own. What ends it is `max.poll.interval.ms` (librdkafka's default: 5 minutes).
+Keep the work per `consume()` call short, or raise that setting; a low `session.timeout.ms` only
+speeds up noticing members that are really gone.
+""")
+
+nb.md("""
 ## More members than partitions; several groups
 
 A partition has one owner per group, so a group can't use more members than the topic has
 partitions: the extra ones sit idle (useful only as hot spares). Different groups are
 independent: each gets **every** record.
+""")
+nb.code("""
+idle = predict.ask("05.idle", "Three members in one group on a topic of 2 partitions: how many members get no "
+                   "partition?", choices=[0, 1, 2])
+idle
 """)
 nb.code("""
 small = cluster.create_topic(f"small-{run}", partitions=2)
@@ -128,11 +293,15 @@ for g in (crowd, billing, audit):
 print("assignment in the crowded group:", {m: [p for _, p in parts] for m, parts in crowded.items()})
 """)
 nb.code("""
-print("members with no partition:", sum(1 for parts in crowded.values() if not parts))
+idle_members = sum(1 for parts in crowded.values() if not parts)
+print("members with no partition:", idle_members)
 print("billing and audit each processed all 200:", len(billing.processed()) == len(audit.processed()) == 200)
 for g in (crowd, billing, audit):
     g.stop()
 """, check=True)
+nb.code("""
+idle.reveal(idle_members, "A partition has one owner per group; the third member waits as a hot spare.")
+""")
 
 nb.md("""
 ## Assignors: predicted vs handed out
@@ -201,6 +370,12 @@ Two groups of three members read the same topic, one with `range`, one with `coo
 slowly (100 ms a record) so they are still busy when a fourth member joins each group:
 """)
 nb.code("""
+eager_revokes = predict.ask("05.eager-revoked", "A fourth member joins the range group of a, b and c (6 partitions, 2 "
+                            "each). How many partitions do a, b and c give up in their on_revoke callbacks?",
+                            choices=[0, 1, 2, 6])
+eager_revokes
+""")
+nb.code("""
 def busy_group(strategy):
     group = Group(cluster, events, f"{strategy}-{run}")
     for name in ("a", "b", "c"):
@@ -239,6 +414,10 @@ print("cooperative: members that kept their partitions revoked none:",
       bool(kept_all) and all(revoked["cooperative-sticky"][m] == 0 for m in kept_all))
 """, check=True)
 nb.code("""
+eager_revokes.reveal(sum(revoked["eager (range)"][m] for m in "abc"),
+                     "Eager protocols start every rebalance by revoking everything, even what comes straight back.")
+""")
+nb.code("""
 for name, evs in runs.items():
     gaps = groupviz.unowned_seconds(evs, joined, until)
     print(f"{name}: partitions left without an owner: {sum(1 for s in gaps.values() if s > 0)}, "
@@ -250,18 +429,72 @@ partition paused and was fetched again from its committed offset. Cooperative: t
 that kept their partitions never stopped; only the partition that moved paused, and because it
 moves in two rounds (revoked, then assigned to `d`) *its* gap is the longer one.
 
+### The plain sticky assignor
+
+`sticky` (Java's `StickyAssignor`) computes the same kind of assignment as `cooperative-sticky`:
+balanced, and moving as few partitions as possible. But it runs on the **eager** protocol. librdkafka
+has no plain sticky assignor, so here three members run Kafka's own Java consumer
+(`kafka-verifiable-consumer`, which prints what its rebalance callbacks get), and a fourth joins:
+""")
+nb.code("""
+java_sticky = Group(cluster, events, f"sticky-java-{run}")
+for name in ("a", "b", "c"):
+    java_sticky.start_java_member(name, assignment_strategy="org.apache.kafka.clients.consumer.StickyAssignor")
+sticky_before = java_sticky.wait_settled(3, quiet=2.0, timeout=90)
+sticky_joined = time.time()
+java_sticky.start_java_member("d", assignment_strategy="org.apache.kafka.clients.consumer.StickyAssignor")
+sticky_after = java_sticky.wait_settled(4, quiet=2.0, timeout=90)
+java_sticky.stop()
+
+def changed_owner(before, after):
+    owners = [{tp: m for m, parts in assignment.items() for tp in parts} for assignment in (before, after)]
+    return sum(1 for tp, m in owners[1].items() if owners[0].get(tp) != m)
+
+sticky_revoked = groupviz.revocations(java_sticky.events(), since=sticky_joined)
+compare = pd.DataFrame({
+    "partitions revoked from a, b, c": {
+        "range (eager)": sum(revoked["eager (range)"][m] for m in "abc"),
+        "sticky (eager, Java)": sum(sticky_revoked.get(m, 0) for m in "abc"),
+        "cooperative-sticky": sum(revoked["cooperative-sticky"][m] for m in "abc")},
+    "partitions that changed owner": {
+        "range (eager)": changed_owner(groupviz.owned_at(runs["eager (range)"], joined),
+                                       groupviz.owned_at(runs["eager (range)"], until - 0.01)),
+        "sticky (eager, Java)": changed_owner(sticky_before, sticky_after),
+        "cooperative-sticky": changed_owner(before, after)},
+})
+compare
+""")
+nb.code("""
+print("sticky: a, b and c revoked all 6 partitions (eager):", compare.loc["sticky (eager, Java)"].iloc[0] == 6)
+print("sticky: only one partition changed owner:", compare.loc["sticky (eager, Java)"].iloc[1] == 1)
+print("cooperative-sticky: revoked only the partitions that changed owner:",
+      compare.loc["cooperative-sticky"].iloc[0] == compare.loc["cooperative-sticky"].iloc[1])
+""", check=True)
+nb.md("""
+Sticky hands every member its partitions back, but only after taking them all away and waiting
+for everyone to rejoin: it spares rebuilding state for partitions that did not move, not the
+stop. Only the cooperative protocol (and the broker-side protocol at the end of this lesson)
+avoids the stop.
+
 In this quick group the eager stop is short, because every member calls `consume()` again within
 a second. But a member takes part in a rebalance only from inside `poll()`/`consume()`: that is
 where its rebalance callbacks run and where it rejoins. And an eager rebalance ends only when
 **every** member has rejoined.
 
-### One slow member stops an eager group
+### Optional deep dive: one slow member stops an eager group
+
+*You may skip to "Static membership": this part measures why eager rebalances hurt in production.*
 
 Members are rarely that even: one takes a big batch, or calls a slow service per record. Here `c`
 takes 8 records per `consume()` call at 1 s each, so it calls `consume()` only every 8 s; `a` and
 `b` are fast (10 records per call, 20 ms each). Start `a` and `b`, then `c`, and as soon as `c` has
 its partitions (it is starting an 8-second batch) a fourth member `d` joins. Again an eager group
 and a cooperative one, side by side:
+""")
+nb.code("""
+stall_guess = predict.ask("05.eager-stall", "Eager group: for how many seconds do the fast members a and b own "
+                          "nothing while c finishes its 8-second batch?", tolerance=2, unit="s")
+stall_guess
 """)
 nb.code("""
 FAST = dict(batch=10, process_ms=20)
@@ -321,11 +554,16 @@ print("eager: a and b got partitions again only once c was back in consume():",
 print("cooperative: a and b never stopped (each owned a partition all along):",
       all(s == 0 for s in coop_stall["idle"].values()))
 """, check=True)
+nb.code("""
+stall_guess.reveal(round(sum(stalls["eager (range)"]["idle"].values()) / 2, 1),
+                   "The rest of c's batch: the coordinator holds an eager rebalance open until every member has "
+                   "rejoined, and c rejoins only from consume().")
+""")
 nb.md("""
-Eager: `a` and `b` gave up everything at once (their next `consume()`, about a second after `d`
-joined, ran the revoke callback and rejoined), then owned nothing for about 7 s: the coordinator
-held the rebalance open until `c` rejoined, and `c` rejoined only when its batch was done and it
-called `consume()` again. The fast members' stop is the rest of the slow member's batch. The
+Eager: `a` and `b` gave up everything at once (their next `consume()`, shortly after `d` joined,
+ran the revoke callback and rejoined), then owned nothing for the seconds printed above: the
+coordinator held the rebalance open until `c` rejoined, and `c` rejoined only when its batch was
+done and it called `consume()` again. The fast members' stop is the rest of the slow member's batch. The
 coordinator waits for that up to the group's rebalance timeout, which librdkafka sends as
 `max.poll.interval.ms` (5 minutes by default); a member that stays away longer is dropped from the
 group, and the others get its partitions.
@@ -340,6 +578,11 @@ A rolling restart of an application would normally cost two rebalances per insta
 join). With `group.instance.id` set, a member is **static**: if it comes back with the same id
 within `session.timeout.ms`, the coordinator hands it its old partitions and nobody else notices.
 Three static members, 6-second session timeout; kill `s3` (`SIGKILL`) and restart it at once:
+""")
+nb.code("""
+quick_restart = predict.ask("05.static-quick", "s3 (static) is killed and restarted within the session timeout. How "
+                            "many partitions do s1 and s2 have revoked?", tolerance=0)
+quick_restart
 """)
 nb.code("""
 static = Group(cluster, events, f"static-{run}")
@@ -363,9 +606,7 @@ a new join, and a second rebalance:
 nb.code("""
 slow = time.time()
 static.crash_member("s3")
-deadline = time.monotonic() + 30
-while sum(len(static.members[m].assignment()) for m in ("s1", "s2")) < 6 and time.monotonic() < deadline:
-    time.sleep(0.1)
+static.wait_owned(["s1", "s2"], timeout=30)          # the others took over s3's partitions
 noticed = time.time() - slow
 start_static("s3")
 after_slow = static.wait_settled(3)
@@ -382,6 +623,11 @@ print("quick restart: partitions revoked from s1 and s2:", quick_revokes.get("s1
 print("quick restart: s3 got its own partitions back:", after_quick["s3"] == first["s3"])
 print("slow restart: s1 and s2 had partitions revoked:", slow_revokes["s1"] > 0 and slow_revokes["s2"] > 0)
 """, check=True)
+nb.code("""
+quick_restart.reveal(quick_revokes.get("s1", 0) + quick_revokes.get("s2", 0),
+                     "The coordinator still held s3's static membership: the returning s3 got its old partitions, "
+                     "and nobody else was asked to rejoin.")
+""")
 nb.md("""
 Static membership trades fast failure detection for calm restarts: a member that really died
 keeps its partitions unread for the whole session timeout. Choose `session.timeout.ms` longer
@@ -442,9 +688,12 @@ paused. Static membership works on the new protocol too (`group.instance.id`).
 |---|---|
 | a group gives each partition to exactly one member | 6 partitions over 3 member processes, read back from the broker |
 | membership changes trigger rebalances | the ownership timeline as a member joins and one leaves |
+| one broker coordinates a group: the leader of its `__consumer_offsets` partition | the coordinator computed from `hashCode(group.id)`; killed, another broker took over the group |
+| heartbeats keep a busy member in the group; not polling ends it | frozen: out after `session.timeout.ms`; stuck: still in then, out after `max.poll.interval.ms` |
 | extra members are idle; each group gets every record | 3 members on 2 partitions; billing and audit both read 200 |
 | assignors follow documented rules | range and roundrobin predictions equal what real consumers received |
 | eager rebalancing stops everyone; cooperative only what moves | revoke counts and the timelines of two groups |
+| plain sticky is eager too, though it moves as little as cooperative-sticky | Java members: all 6 revoked, 1 moved |
 | one slow member stops an eager group until its batch ends; cooperatively the others go on | `a` and `b` owned nothing while `c` finished an 8 s batch; with cooperative-sticky, never |
 | a static member restarted in time causes no rebalance; a slow one does | revokes of the others: none, then some |
 | `group.protocol=consumer`: the broker assigns, incrementally | the group's assignment strategy; one partition moved |
@@ -452,6 +701,9 @@ paused. Static membership works on the new protocol too (`group.instance.id`).
 **Exercises:** [The range assignor](exercises/range_assignor.ipynb),
 [An active/passive assignment](exercises/failover_assignment.ipynb). **Next:**
 [06 · Commits and delivery semantics](06_commits_and_delivery_semantics.ipynb).
+""")
+nb.code("""
+predict.summary("05")
 """)
 nb.code("""
 del producer, p

@@ -13,6 +13,7 @@ nb.md("""
 Spark reads a Kafka topic as a table that never stops growing, and runs the same SQL on it as on
 a file: parse, window by event time, count, write the answers back to Kafka and to files. This
 lesson runs the real Spark Kafka source and sink against the live cluster and checks every count.
+Before the surprising ones, lock in your own guess.
 
 *About 35 minutes. Every cell is safe to re-run.*
 """)
@@ -35,7 +36,7 @@ from pyspark.sql import functions as F
 
 import labkit
 import labkit.spark
-from labkit import generators
+from labkit import generators, predict
 
 labkit.setup_check(need_spark=True)
 """)
@@ -110,6 +111,16 @@ seen, minus 30 seconds*. Events older than the watermark's windows are dropped; 
 emitted (append mode) once the watermark passes its end.
 """)
 nb.code("""
+late_counted = predict.ask("07.late-counted", "An event arrives 40 s after newer ones, but its 1-minute window is "
+                           "still open (its end is after the watermark). Does Spark count it?", kind="yes/no")
+late_counted
+""")
+nb.code("""
+too_late_counted = predict.ask("07.too-late-counted", "An event arrives whose window had already ended before the "
+                               "watermark. Does Spark count it?", kind="yes/no")
+too_late_counted
+""")
+nb.code("""
 windowed = (parse(stream)
             .withWatermark("event_time", "30 seconds")
             .groupBy(F.window("event_time", "1 minute").alias("window"), "page")
@@ -157,6 +168,15 @@ expected = sorted((pd.Timestamp(start), page, n) for (start, page), n in events.
 print("windows emitted:", len(got), "| each exactly once, with the right count:", rows(got) == expected)
 print("late events counted, too-late dropped:", got["count"].sum() == kinds["on_time"] + kinds["late"])
 """, check=True)
+nb.code("""
+late_counted.reveal(got["count"].sum() >= kinds["on_time"] + kinds["late"],
+                    "A late event still updates its window's count in state while the window is open.")
+""")
+nb.code("""
+too_late_counted.reveal(got["count"].sum() > kinds["on_time"] + kinds["late"],
+                        "The watermark had passed the window's end: its count was final and emitted, the event is "
+                        "dropped (numRowsDroppedByWatermark).")
+""")
 nb.md("""
 * A **late** event still lands in its window when the window is still open: its end is after
   the watermark. Spark updates the window's count in state and emits it later.
@@ -274,6 +294,11 @@ output written but the batch not marked done. `forget_last_commit` puts a stoppe
 checkpoint in exactly that state; on restart Spark runs that batch again:
 """)
 nb.code("""
+kafka_copies = predict.ask("07.kafka-sink-copies", "After the batch runs again, how many copies of its windows does "
+                           "the results topic (Kafka sink) hold?", choices=[1, 2, 3])
+kafka_copies
+""")
+nb.code("""
 to_kafka.stop(); to_files.stop()
 replayed = {"Kafka sink": labkit.spark.forget_last_commit(to_kafka_cp),
             "file sink": labkit.spark.forget_last_commit(to_files_cp)}
@@ -291,6 +316,11 @@ print("file sink: every window exactly once:", rows(in_files) == expected)
 print("Kafka sink: every window present:", set(rows(in_kafka)) == set(expected),
       "| some written twice:", len(rows(in_kafka)) > len(expected))
 """, check=True)
+nb.code("""
+kafka_copies.reveal(int(copies["Kafka sink"][copies["Kafka sink"] > 0].index.max()),
+                    "The Kafka sink cannot take back what it produced: the replayed batch wrote its windows again. "
+                    "The file sink checked its own log of finished batches and wrote nothing twice.")
+""")
 nb.md("""
 * The **file sink is exactly-once**: it keeps its own log of finished batches
   (`_spark_metadata/` in the output directory), sees that batch already written, and skips it.
@@ -319,6 +349,11 @@ The **trigger** `availableNow` processes everything there is *now*, in as many c
 it takes, then stops the query by itself: a streaming job run like a batch job.
 """)
 nb.code("""
+batch_count = predict.ask("07.micro-batches", "6,000 records waiting, maxOffsetsPerTrigger = 1000: how many "
+                          "micro-batches with records does availableNow run?", tolerance=0)
+batch_count
+""")
+nb.code("""
 per_page = (spark.readStream.format("kafka")
             .options(**labkit.spark.kafka_options(cluster, subscribe=clicks, startingOffsets="earliest",
                                                   maxOffsetsPerTrigger=1000))
@@ -341,12 +376,23 @@ print("micro-batches with records:", int((batches["input rows"] > 0).sum()))
 print("each batch starts where the previous ended:",
       all(a == b for a, b in zip(batches["end offsets"][:-1], batches["start offsets"][1:])))
 """)
+nb.code("""
+batch_count.reveal(int((batches["input rows"] > 0).sum()),
+                   "At most 1000 records per batch, split over the partitions in proportion to what each has "
+                   "waiting (rounded per partition), until nothing is left.")
+""")
 nb.md("""
 Each batch's end offsets are the next one's start offsets: no record read twice, none skipped.
 
 `startingOffsets` only matters the first time a query runs (after that the checkpoint decides):
 `earliest`, `latest`, or per partition as JSON, e.g. `{"topic": {"0": 42, "1": -2}}`
 (−2 = earliest, −1 = latest). A query starting at `latest` ignores the backlog:
+""")
+nb.code("""
+latest_rows = predict.ask("07.latest-rows", "A new query with startingOffsets=latest starts on the 6,000-record "
+                          "topic, then 50 more events arrive. How many rows does it see?",
+                          choices=[0, 50, 6000, 6050])
+latest_rows
 """)
 nb.code("""
 only_new = (spark.readStream.format("kafka")
@@ -358,9 +404,14 @@ only_new = (spark.readStream.format("kafka")
 labkit.spark.wait_for_progress(only_new, lambda p: len(p) > 0)          # it has fixed its starting offsets
 generators.send(cluster, clicks, list(backlog)[:50])
 only_new.processAllAvailable()
-print("rows seen by the 'latest' query:", spark.table(f"only_new_{run}").count())
+seen_by_latest = spark.table(f"only_new_{run}").count()
+print("rows seen by the 'latest' query:", seen_by_latest)
 only_new.stop()
 """, check=True)
+nb.code("""
+latest_rows.reveal(seen_by_latest, "startingOffsets only applies to a query's first run, and latest means the end of "
+                   "each partition at that moment: the backlog is skipped, the new events are read.")
+""")
 nb.md("""
 ### A live view of a running query
 
@@ -396,6 +447,9 @@ nb.md("""
 | micro-batches read offset ranges; `maxOffsetsPerTrigger`, `startingOffsets`, triggers | the progress table, `availableNow`, `latest` |
 
 Next: the graded exercise `streaming_aggregation` builds this pipeline from scratch.
+""")
+nb.code("""
+predict.summary("07")
 """)
 nb.code("""
 cluster.stop()          # stops the Spark session and its queries first, then the brokers
