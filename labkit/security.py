@@ -37,9 +37,14 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Protocol
 
 from .errors import SecurityError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .protocols import ClusterLike
 
 MECHANISM = "SCRAM-SHA-512"
 ITERATIONS = 8192
@@ -319,3 +324,84 @@ def try_connect(settings: Mapping[str, Any], timeout: float = 6.0) -> Attempt:
     err = errors[0]
     name, message = err.name(), err.str()
     return Attempt(False, name, message, explain(name, message, logs), seconds)
+
+
+def with_credentials(settings: Mapping[str, Any], username: str, password: str) -> dict[str, Any]:
+    """``settings`` (a SCRAM client's, e.g. ``cluster.client_config()``) with another user's name and password."""
+    if settings.get("security.protocol") != "SASL_SSL":
+        raise SecurityError("These settings do not log in with a password (security.protocol is not SASL_SSL).",
+                            "Start from cluster.client_config() on a secured cluster.")
+    return {**settings, "sasl.username": username, "sasl.password": password}
+
+
+# ---------------------------------------------------------------------------------------------- ACLs
+#: confluent-kafka calls the cluster resource BROKER (librdkafka's name); Kafka's tools say CLUSTER.
+_RESOURCE_NAMES = {"BROKER": "CLUSTER"}
+ACL_COLUMNS = ["principal", "permission", "operation", "resource", "pattern", "name", "host"]
+
+
+def acl_table(bindings: Iterable[Any]) -> "pd.DataFrame":
+    """ACL bindings (what ``AdminClient.describe_acls`` returns) as a table, one row each, sorted."""
+    import pandas as pd
+
+    rows = [{"principal": b.principal, "permission": b.permission_type.name, "operation": b.operation.name,
+             "resource": _RESOURCE_NAMES.get(b.restype.name, b.restype.name),
+             "pattern": b.resource_pattern_type.name, "name": b.name, "host": b.host} for b in bindings]
+    frame = pd.DataFrame(rows, columns=ACL_COLUMNS)
+    return frame.sort_values(ACL_COLUMNS, ignore_index=True)
+
+
+def describe_acls(cluster: "ClusterLike", principal: Optional[str] = None, timeout: float = 15.0) -> "pd.DataFrame":
+    """Every ACL of the cluster (or only ``principal``'s, e.g. ``"User:alice"``), read as the admin, as a table."""
+    from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType,
+                                       ResourceType)
+
+    every = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, principal, None, AclOperation.ANY,
+                             AclPermissionType.ANY)
+    return acl_table(cluster.admin().describe_acls(every, request_timeout=timeout).result())
+
+
+# ---------------------------------------------------------------------------------------------- stored credentials
+#: The mechanism numbers of the metadata records.
+MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+SCRAM_RECORDS = {"USER_SCRAM_CREDENTIAL_RECORD": "set", "REMOVE_USER_SCRAM_CREDENTIAL_RECORD": "removed"}
+
+
+class _NativeLike(Protocol):
+    def log_dir(self, broker_id: int) -> Path: ...
+
+    def tool(self, tool: str, *args: str, check: bool = True, timeout: float = 120.0) -> Any: ...
+
+
+def scram_credentials(cluster: "_NativeLike", broker_id: int = 1) -> "pd.DataFrame":
+    """What the cluster stores for its SCRAM users: the credential records of the metadata log.
+
+    Kafka's own ``kafka-dump-log --cluster-metadata-decoder`` reads ``__cluster_metadata`` on
+    ``broker_id`` (a controller); one row per record, oldest first: the user, ``set`` or
+    ``removed``, the mechanism, the iteration count, and the salt, ``storedKey`` and
+    ``serverKey`` (base64). A password is not among them: the broker never has it.
+    """
+    import json
+
+    import pandas as pd
+
+    from .segments import parse_dump
+
+    files = sorted((cluster.log_dir(broker_id) / "__cluster_metadata-0").glob("*.log"))
+    if not files:
+        raise SecurityError(f"Node {broker_id} has no metadata log.", "Ask a controller node (1 in every profile).")
+    dump = cluster.tool("kafka-dump-log", "--cluster-metadata-decoder", "--files", ",".join(map(str, files)))
+    rows = []
+    for batch in parse_dump(dump.stdout):
+        for record in batch.records:
+            payload = json.loads(record.payload) if record.payload and record.payload.startswith("{") else {}
+            change = SCRAM_RECORDS.get(payload.get("type", ""))
+            if change is None:
+                continue
+            data = payload["data"]
+            rows.append({"offset": record.offset, "name": data["name"], "change": change,
+                         "mechanism": MECHANISMS.get(data["mechanism"], str(data["mechanism"])),
+                         "iterations": data.get("iterations"), "salt": data.get("salt"),
+                         "stored_key": data.get("storedKey"), "server_key": data.get("serverKey")})
+    return pd.DataFrame(rows, columns=["offset", "name", "change", "mechanism", "iterations", "salt", "stored_key",
+                                       "server_key"])

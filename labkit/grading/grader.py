@@ -122,8 +122,12 @@ def grade(path: str | Path, timeout: float = 600.0, executed: Optional[Path] = N
         with _grader_cluster(ex.cluster, work) as cluster:
             env = {**os.environ, "LABKIT_DATA_DIR": str(work), "LABKIT_GRADING": "1"}
             env.pop("LABKIT_BOOTSTRAP", None)
+            env.pop("LABKIT_CLIENT_CONFIG", None)
             if cluster is not None and ex.share_cluster:
                 env["LABKIT_BOOTSTRAP"] = cluster.bootstrap_servers
+                login = cluster.security_settings()
+                if login:  # a secured cluster: the notebook attaches as its admin (backends.external)
+                    env["LABKIT_CLIENT_CONFIG"] = json.dumps(login)
             with KernelSession(nb, cwd=path.parent.resolve(), env=env, timeout=timeout) as kernel:
                 outcome = kernel.run_cells()
                 if outcome.timed_out or outcome.died:
