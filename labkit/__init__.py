@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 from .admin import PartitionState, TopicState
-from .backends import BACKENDS, ExternalCluster, connect, start_cluster
+from .backends import BACKENDS, ClusterSet, ExternalCluster, connect, start_cluster, start_clusters
 from .cluster import Broker, Cluster
 from .distribution import Distribution, ensure_distribution
 from .jvm import find_java
@@ -47,9 +47,10 @@ def broker_settings() -> list[str]:
 
 
 __all__ = [
-    "BACKENDS", "BackendError", "Broker", "BrokerStartError", "Cluster", "ClusterStateError", "Distribution",
+    "BACKENDS", "BackendError", "Broker", "BrokerStartError", "Cluster", "ClusterSet", "ClusterStateError",
+    "Distribution",
     "DistributionError", "ExternalCluster", "JavaError", "LabkitError", "OfflineError", "PartitionState",
     "PortInUseError", "ProcessStartError", "ProfileError", "SettingError", "ToolError", "TopicState", "UnsupportedOperation",
     "WaitTimeout", "__version__", "broker_settings", "connect", "ensure_distribution", "find_java",
-    "list_profiles", "load_profile", "run_tool", "setup_check", "start_cluster",
+    "list_profiles", "load_profile", "run_tool", "setup_check", "start_cluster", "start_clusters",
 ]

@@ -86,6 +86,20 @@ class ArtifactSet:
         return self.root / self.subdir
 
 
+_VERSIONED_JAR = re.compile(r"^(?P<name>.+?)-(?P<version>\d+(?:\.\d+)*(?:[-.][A-Za-z0-9.]+)?)\.jar$")
+
+
+def jar_artifact(filename: str) -> str:
+    """``kafka-clients-3.9.2.jar`` -> ``kafka-clients``; ``zstd-jni-1.5.7-7.jar`` -> ``zstd-jni``."""
+    match = _VERSIONED_JAR.match(filename)
+    return match.group("name") if match else filename.removesuffix(".jar")
+
+
+def keep_missing_jars(resolved: list[Path], shipped: set[str]) -> list[Path]:
+    """The resolved jars whose artifact is not among ``shipped`` (jars the caller already has, in any version)."""
+    return [j for j in resolved if jar_artifact(j.name) not in shipped]
+
+
 def cached(artifacts: ArtifactSet) -> Optional[list[Path]]:
     """The set's jars when a complete fetch is in the cache, else None (nothing is downloaded)."""
     if not (artifacts.folder / ".complete").exists():

@@ -41,7 +41,7 @@ def run_setup() -> Iterator[tuple[str, str]]:
 def _load_optional_steps() -> None:
     import importlib
 
-    for module in ("labkit.warmup", "labkit.spark", "labkit.services.registry", "labkit.grading"):
+    for module in ("labkit.warmup", "labkit.spark", "labkit.services.registry", "labkit.services.connect", "labkit.grading"):
         try:
             importlib.import_module(module)
         except ImportError as exc:

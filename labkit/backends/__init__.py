@@ -13,9 +13,10 @@ Every backend's factory has one signature,
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from ..cluster import Cluster
+from ..clusterset import COLOURS, ClusterSet
 from ..errors import BackendError
 from ..profiles import DEFAULT_PROFILE
 from . import docker, external, native
@@ -67,4 +68,37 @@ def start_cluster(profile: str = DEFAULT_PROFILE, backend: Optional[str] = None,
     return cluster
 
 
-__all__ = ["BACKENDS", "ExternalCluster", "connect", "start_cluster"]
+def start_clusters(names: Sequence[str], profile: Union[str, Mapping[str, str]] = DEFAULT_PROFILE,
+                   backend: Optional[str] = None, **options: Any) -> ClusterSet:
+    """Start one cluster per name (a primary and its disaster-recovery copy: ``["primary", "dr"]``).
+
+    Each is what :func:`start_cluster` starts (``profile`` for all, or a name -> profile mapping;
+    ``options`` as there), labelled with its name and given its own colour in the live view. They
+    start one after the other, each JVM launched from this thread (so it dies with the notebook);
+    if one fails, those already started are stopped. Returns a :class:`~labkit.clusterset.ClusterSet`
+    (unpack it, or index it by name); ``stop()`` stops them all. These clusters are always the
+    notebook's own: ``LABKIT_BOOTSTRAP`` (one shared cluster) cannot stand for several.
+    """
+    names = list(names)
+    if len(set(names)) != len(names) or not all(isinstance(n, str) and n for n in names):
+        raise BackendError(f"Cluster names must be distinct, non-empty strings (got {names}).",
+                           'Name each cluster once, e.g. ["primary", "dr"].')
+    if backend is None:
+        backend = os.environ.get("LABKIT_BACKEND", "native")
+    if backend == "external":
+        raise BackendError("Several clusters cannot attach to one external cluster.",
+                           "Use backend='native' (the default) to start clusters of your own.")
+    started: list[Cluster] = []
+    try:
+        for i, name in enumerate(names):
+            chosen = profile if isinstance(profile, str) else profile.get(name, DEFAULT_PROFILE)
+            cluster = start_cluster(chosen, backend=backend, **options)
+            cluster.label, cluster.colour = name, COLOURS[i % len(COLOURS)]
+            started.append(cluster)
+    except BaseException:
+        ClusterSet(started).stop()
+        raise
+    return ClusterSet(started)
+
+
+__all__ = ["BACKENDS", "ClusterSet", "ExternalCluster", "connect", "start_cluster", "start_clusters"]

@@ -41,6 +41,14 @@ def service_dir(cluster: Any, name: str) -> Path:
     return path
 
 
+def replication_factor(cluster: Any) -> int:
+    """The replication factor for a service's own topics on ``cluster``: its broker count, at most 3.
+
+    Services default to 3 (Connect, MirrorMaker 2): on a one-broker cluster they hang, then fail.
+    """
+    return max(1, min(3, len(cluster.brokers)))
+
+
 def http(method: str, url: str, body: Any = None, timeout: float = 10.0,
          content_type: str = "application/json") -> tuple[int, Any]:
     """One HTTP request on loopback; (status, decoded JSON or text). Error statuses are returned, not raised."""

@@ -16,7 +16,7 @@ from typing import Optional
 
 from ..errors import LabkitError
 from ..jvm import find_java
-from ..maven import ArtifactSet, cached, resolve
+from ..maven import ArtifactSet, cached, jar_artifact, keep_missing_jars, resolve
 from ..progress import Progress
 from ..setup import step
 
@@ -83,20 +83,6 @@ def ensure_connector(version: Optional[str] = None, progress: bool = True,
                        repo=repository)
     finally:
         bar.close()
-
-
-_VERSIONED_JAR = re.compile(r"^(?P<name>.+?)-(?P<version>\d+(?:\.\d+)*(?:[-.][A-Za-z0-9.]+)?)\.jar$")
-
-
-def jar_artifact(filename: str) -> str:
-    """``kafka-clients-3.9.2.jar`` -> ``kafka-clients``; ``zstd-jni-1.5.7-7.jar`` -> ``zstd-jni``."""
-    match = _VERSIONED_JAR.match(filename)
-    return match.group("name") if match else filename.removesuffix(".jar")
-
-
-def keep_missing_jars(resolved: list[Path], shipped: set[str]) -> list[Path]:
-    """The resolved jars whose artifact pyspark does not already ship (in any version)."""
-    return [j for j in resolved if jar_artifact(j.name) not in shipped]
 
 
 def _pyspark_jar_names() -> set[str]:

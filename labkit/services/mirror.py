@@ -1,0 +1,533 @@
+"""MirrorMaker 2 between two lab clusters, run the way its users run it on Kafka Connect, and what it writes.
+
+    primary, dr = labkit.start_clusters(["primary", "dr"], profile="single-broker")
+    flow = mirror(primary, dr, topics="orders")    # primary -> dr: three connectors on dr's Connect worker
+    flow.remote_topic("orders")                     # "primary.orders", the topic on dr
+    flow.checkpoints("billing")                     # the group's commits on primary, translated for dr
+    translated_offsets(dr, "billing", "primary", "orders")   # {partition: offset on dr's primary.orders}
+
+**How it runs.** MirrorMaker 2 is three Kafka Connect connectors (``connect-mirror``):
+``MirrorSourceConnector`` copies the records, topic configs and new partitions,
+``MirrorCheckpointConnector`` translates the consumer groups' committed offsets, and
+``MirrorHeartbeatConnector`` writes a heartbeat a second. Kafka ships two ways to run them:
+the dedicated ``connect-mirror-maker`` driver (its own embedded Connect workers, no REST
+API) or as ordinary connectors on a Connect cluster. The lab uses the second, with **one
+Connect worker per target cluster** (``target.connect()``, the worker the Connect part of a
+lesson already uses), created through the REST API: the same status, pause/resume,
+restart and offsets calls as any connector; each flow starts within seconds of its
+``PUT`` (no JVM to start); and a worker that outlives its source cluster simply resumes
+when the cluster comes back -- the driver run for both directions in one process exits
+when either cluster is down at start, which is exactly the disaster drill. The worker must
+run against the *target* cluster: MirrorSourceConnector's records are written by the
+worker's own producer. Its records are raw bytes, so every connector overrides the
+worker's converters with ``ByteArrayConverter`` (without it the String converter writes
+``[B@77587cf6``).
+
+**What it writes** (Kafka protocol types, big-endian; ``STRING`` = int16 length + UTF-8):
+
+========================  ==============================  ============================  ===========================
+record                    topic (cluster)                 key                           value
+========================  ==============================  ============================  ===========================
+checkpoint                ``<src>.checkpoints.internal``  group, topic (the *remote*    version=0 (int16), upstream
+                          (target)                        name), partition (int32)      offset, downstream offset
+                                                                                        (int64 each), metadata
+offset sync               ``mm2-offset-syncs.<tgt>.       topic, partition (upstream)   upstream, downstream offset
+                          internal`` (source)
+heartbeat                 ``heartbeats`` (target)         source alias, target alias    version=0, timestamp ms
+========================  ==============================  ============================  ===========================
+
+**Offset translation** (``OffsetSyncStore.translateDownstream`` in 4.3.1): a committed upstream
+offset U maps through the latest offset sync S with S.upstream <= U to S.downstream, plus 1
+when U is past S.upstream. A sync is written for the first record, then when
+``offset.lag.max`` (100) records went by, or at the next offset flush (every second here).
+So a translated offset is never ahead of what the group processed on the source: a group
+that fails over re-reads up to about ``offset.lag.max`` records, and never skips one.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Union
+
+from ..errors import LabkitError
+from ..records import read_all
+from ..waiting import Wait
+from . import replication_factor
+from .connect import BYTES_CONVERTER, ConnectWorker
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..protocols import ClusterLike
+
+log = logging.getLogger(__name__)
+
+SOURCE = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
+CHECKPOINT = "org.apache.kafka.connect.mirror.MirrorCheckpointConnector"
+HEARTBEAT = "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector"
+#: DefaultReplicationPolicy's separator: ``orders`` from ``primary`` is ``primary.orders`` on the target.
+SEPARATOR = "."
+
+#: Lab-sized intervals (MirrorMaker 2's defaults in the comments): things follow within seconds.
+LAB_SETTINGS: dict[str, Any] = {
+    "refresh.topics.interval.seconds": 2,        # new topics and partitions on the source    [600]
+    "sync.topic.configs.interval.seconds": 2,    # topic config changes                       [600]
+    "refresh.groups.interval.seconds": 2,        # new consumer groups to checkpoint          [600]
+    "emit.checkpoints.interval.seconds": 1,      # [60]
+    "emit.heartbeats.interval.seconds": 1,       # [1]
+    "sync.topic.acls.enabled": False,            # lab clusters have no authorizer            [true]
+    "tasks.max": 1,
+}
+
+
+# ---------------------------------------------------------------- the binary formats
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def _take(self, fmt: str) -> int:
+        (value,) = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += struct.calcsize(fmt)
+        return value
+
+    def int16(self) -> int:
+        return self._take(">h")
+
+    def int32(self) -> int:
+        return self._take(">i")
+
+    def int64(self) -> int:
+        return self._take(">q")
+
+    def string(self) -> str:
+        n = self.int16()
+        if n < 0 or self.pos + n > len(self.data):
+            raise ValueError("a STRING longer than its record")
+        text = self.data[self.pos:self.pos + n].decode("utf-8")
+        self.pos += n
+        return text
+
+    def done(self) -> None:
+        if self.pos != len(self.data):
+            raise ValueError(f"{len(self.data) - self.pos} bytes left over")
+
+
+def _string(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A group's committed offset on the source (``upstream_offset``), translated for the target."""
+
+    group: str
+    #: The topic on the *target* cluster ("primary.orders"): the one to consume there.
+    topic: str
+    partition: int
+    upstream_offset: int
+    #: Where the group resumes on the target: never ahead of what it processed on the source.
+    downstream_offset: int
+    metadata: str = ""
+
+
+@dataclass(frozen=True)
+class OffsetSync:
+    """Record ``upstream_offset`` of ``topic`` (source) is record ``downstream_offset`` of its copy (target)."""
+
+    topic: str
+    partition: int
+    upstream_offset: int
+    downstream_offset: int
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    source: str
+    target: str
+    timestamp_ms: int
+
+
+def decode_checkpoint(key: bytes, value: bytes) -> Checkpoint:
+    k, v = _Reader(key), _Reader(value)
+    group, topic, partition = k.string(), k.string(), k.int32()
+    k.done()
+    version = v.int16()
+    if version != 0:
+        raise ValueError(f"unknown checkpoint version {version}")
+    upstream, downstream, metadata = v.int64(), v.int64(), v.string()
+    v.done()
+    return Checkpoint(group, topic, partition, upstream, downstream, metadata)
+
+
+def encode_checkpoint(cp: Checkpoint) -> tuple[bytes, bytes]:
+    """The (key, value) MirrorMaker 2 writes for ``cp``: the inverse of :func:`decode_checkpoint`."""
+    key = _string(cp.group) + _string(cp.topic) + struct.pack(">i", cp.partition)
+    value = struct.pack(">hqq", 0, cp.upstream_offset, cp.downstream_offset) + _string(cp.metadata)
+    return key, value
+
+
+def decode_offset_sync(key: bytes, value: bytes) -> OffsetSync:
+    k, v = _Reader(key), _Reader(value)
+    topic, partition = k.string(), k.int32()
+    k.done()
+    upstream, downstream = v.int64(), v.int64()
+    v.done()
+    return OffsetSync(topic, partition, upstream, downstream)
+
+
+def decode_heartbeat(key: bytes, value: bytes) -> Heartbeat:
+    k, v = _Reader(key), _Reader(value)
+    source, target = k.string(), k.string()
+    k.done()
+    version = v.int16()
+    if version != 0:
+        raise ValueError(f"unknown heartbeat version {version}")
+    stamp = v.int64()
+    v.done()
+    return Heartbeat(source, target, stamp)
+
+
+def translate(syncs: Iterable[OffsetSync], topic: str, partition: int, upstream: int) -> int:
+    """MirrorMaker 2's translation of a committed ``upstream`` offset with the ``syncs`` at hand (module doc);
+    -1 when no sync is old enough."""
+    older = [s for s in syncs if s.topic == topic and s.partition == partition and s.upstream_offset <= upstream]
+    if not older:
+        return -1
+    best = max(older, key=lambda s: s.upstream_offset)
+    return best.downstream_offset + (0 if best.upstream_offset == upstream else 1)
+
+
+# ---------------------------------------------------------------- reading them back
+
+
+def remote_topic(source_alias: str, topic: str) -> str:
+    """The name ``topic`` of cluster ``source_alias`` has on the target: ``primary.orders``."""
+    return f"{source_alias}{SEPARATOR}{topic}"
+
+
+def checkpoints_topic(source_alias: str) -> str:
+    return f"{source_alias}{SEPARATOR}checkpoints.internal"
+
+
+def offset_syncs_topic(target_alias: str) -> str:
+    return f"mm2-offset-syncs{SEPARATOR}{target_alias}{SEPARATOR}internal"
+
+
+def read_checkpoints(target: "ClusterLike", source_alias: str, group: Optional[str] = None) -> list[Checkpoint]:
+    """The latest checkpoint per (group, topic, partition) in ``<source_alias>.checkpoints.internal`` on
+    ``target`` (only ``group``'s when given), sorted; [] when the topic does not exist yet."""
+    name = checkpoints_topic(source_alias)
+    if name not in target.topics(internal=True):
+        return []
+    latest: dict[tuple[str, str, int], Checkpoint] = {}
+    for record in read_all(target, name):
+        if record.key is None or record.value is None:
+            continue
+        cp = decode_checkpoint(record.key, record.value)
+        if group is None or cp.group == group:
+            latest[(cp.group, cp.topic, cp.partition)] = cp
+    return [latest[k] for k in sorted(latest)]
+
+
+def translated_offsets(target: "ClusterLike", group: str, source_alias: str, topic: str) -> dict[int, int]:
+    """Where ``group`` resumes on ``target`` after a failover: ``{partition: offset}`` of the remote topic
+    (``<source_alias>.<topic>``), from MirrorMaker 2's latest checkpoints. What Java's
+    ``RemoteClusterUtils.translateOffsets`` returns; partitions the group never committed are left out."""
+    remote = remote_topic(source_alias, topic)
+    return {cp.partition: cp.downstream_offset for cp in read_checkpoints(target, source_alias, group)
+            if cp.topic == remote}
+
+
+def read_offset_syncs(source: "ClusterLike", target_alias: str) -> list[OffsetSync]:
+    """Every offset sync MirrorMaker 2 wrote on ``source`` for the flow to ``target_alias``, oldest first."""
+    name = offset_syncs_topic(target_alias)
+    if name not in source.topics(internal=True):
+        return []
+    return [decode_offset_sync(r.key, r.value) for r in read_all(source, name) if r.key and r.value]
+
+
+def read_heartbeats(target: "ClusterLike", topic: str = "heartbeats") -> list[Heartbeat]:
+    """The heartbeats in ``topic`` on ``target`` (``heartbeats``, or a replicated ``primary.heartbeats``)."""
+    if topic not in target.topics(internal=True):
+        return []
+    return [decode_heartbeat(r.key, r.value) for r in read_all(target, topic) if r.key and r.value]
+
+
+# ---------------------------------------------------------------- a flow
+
+
+def alias_of(cluster: Any, default: str) -> str:
+    return getattr(cluster, "label", None) or default
+
+
+def _pattern(topics: Union[str, Iterable[str]]) -> str:
+    return topics if isinstance(topics, str) else ",".join(topics)
+
+
+def connector_configs(source: "ClusterLike", target: "ClusterLike", source_alias: str, target_alias: str,
+                      topics: str, groups: str = ".*", sync_group_offsets: bool = False,
+                      **settings: Any) -> dict[str, dict[str, Any]]:
+    """The three connectors of one flow ``source_alias -> target_alias`` (names ``mirror-<src>-<tgt>-*``).
+
+    ``settings`` (dots or underscores) go to all three; each ignores what is not its own.
+    """
+    common: dict[str, Any] = {
+        "source.cluster.alias": source_alias, "target.cluster.alias": target_alias,
+        "source.cluster.bootstrap.servers": source.bootstrap_servers,
+        "target.cluster.bootstrap.servers": target.bootstrap_servers,
+        # MirrorMaker copies bytes: the worker's converters must not touch them.
+        "key.converter": BYTES_CONVERTER, "value.converter": BYTES_CONVERTER, "header.converter": BYTES_CONVERTER,
+        # Its topics get the replication factor their cluster can give (MirrorMaker's defaults: 3, or the broker's).
+        "replication.factor": replication_factor(target),
+        "offset-syncs.topic.replication.factor": replication_factor(source),
+        "checkpoints.topic.replication.factor": replication_factor(target),
+        "heartbeats.topic.replication.factor": replication_factor(target),
+        **LAB_SETTINGS,
+    }
+    common.update({(k if "." in k or "-" in k else k.replace("_", ".")): v for k, v in settings.items()})
+    prefix = f"mirror-{source_alias}-{target_alias}"
+    return {
+        f"{prefix}-source": {**common, "connector.class": SOURCE, "topics": topics},
+        f"{prefix}-checkpoint": {**common, "connector.class": CHECKPOINT, "groups": groups,
+                                 "sync.group.offsets.enabled": sync_group_offsets,
+                                 "sync.group.offsets.interval.seconds": 1},
+        f"{prefix}-heartbeat": {**common, "connector.class": HEARTBEAT},
+    }
+
+
+@dataclass
+class Mirror:
+    """One MirrorMaker 2 flow, ``source -> target``: its connectors on the target's Connect worker."""
+
+    source: Any
+    target: Any
+    source_alias: str
+    target_alias: str
+    worker: ConnectWorker
+    topics: str
+    connectors: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    # ---- names
+    def remote_topic(self, topic: str) -> str:
+        """``orders`` as the target calls it: ``primary.orders``."""
+        return remote_topic(self.source_alias, topic)
+
+    @property
+    def checkpoints_topic(self) -> str:
+        return checkpoints_topic(self.source_alias)
+
+    @property
+    def offset_syncs_topic(self) -> str:
+        return offset_syncs_topic(self.target_alias)
+
+    def connector(self, kind: str) -> str:
+        """The name of the ``source``, ``checkpoint`` or ``heartbeat`` connector."""
+        return f"mirror-{self.source_alias}-{self.target_alias}-{kind}"
+
+    # ---- reading what it wrote
+    def checkpoints(self, group: Optional[str] = None) -> list[Checkpoint]:
+        return read_checkpoints(self.target, self.source_alias, group)
+
+    def checkpoints_frame(self, group: Optional[str] = None) -> "pd.DataFrame":
+        """The latest checkpoints as a table (one row per group and partition)."""
+        import pandas as pd
+
+        rows = [{"group": c.group, "topic on target": c.topic, "partition": c.partition,
+                 "committed on source": c.upstream_offset, "resume on target at": c.downstream_offset}
+                for c in self.checkpoints(group)]
+        return pd.DataFrame(rows, columns=["group", "topic on target", "partition", "committed on source",
+                                           "resume on target at"])
+
+    def translated_offsets(self, group: str, topic: str) -> dict[int, int]:
+        return translated_offsets(self.target, group, self.source_alias, topic)
+
+    def offset_syncs(self) -> list[OffsetSync]:
+        return read_offset_syncs(self.source, self.target_alias)
+
+    def heartbeats(self) -> list[Heartbeat]:
+        return read_heartbeats(self.target)
+
+    # ---- lifecycle
+    def status(self) -> dict[str, str]:
+        """Connector name -> ``STATE (task states)``."""
+        out = {}
+        for name in self.connectors:
+            status = self.worker.status(name)
+            tasks = ",".join(t["state"] for t in status["tasks"]) or "no tasks"
+            out[name] = f"{status['connector']['state']} ({tasks})"
+        return out
+
+    def wait_running(self, timeout: float = 60.0) -> "Mirror":
+        """Every connector RUNNING with its tasks (the checkpoint connector may have none: no group yet)."""
+        for name in self.connectors:
+            self.worker.wait_for(name, timeout=timeout, any_tasks=name.endswith("-checkpoint"))
+        return self
+
+    def wait_for_topic(self, topic: str, timeout: float = 60.0) -> str:
+        """Wait until the remote copy of ``topic`` exists on the target with as many partitions; its name."""
+        remote = self.remote_topic(topic)
+        want = len(self.source.describe_topic(topic))
+
+        def there() -> bool:
+            return remote in self.target.topics() and len(self.target.describe_topic(remote)) >= want
+
+        Wait(f"{remote!r} on the target with {want} partitions", timeout=timeout, interval=0.25,
+             hint="mirror.status() shows the connectors; worker.log() says more.").until(there)
+        return remote
+
+    def behind(self, topic: str) -> dict[int, int]:
+        """Records of ``topic`` not replicated yet, per partition (empty: caught up), from where the source
+        connector says it is (its offsets, flushed every second) and the source's end offsets.
+
+        Not by counting records on both sides: a log start moved by ``delete_records`` and not yet
+        checkpointed by the broker moves back when the broker is killed and restarted."""
+        done: dict[int, int] = {}
+        for entry in self.worker.offsets(self.connector("source")):
+            if entry["partition"].get("topic") == topic:
+                done[int(entry["partition"]["partition"])] = int(entry["offset"]["offset"]) + 1
+        out = {}
+        for p in self.source.describe_topic(topic).partitions:
+            start = done.get(p.partition, p.log_start_offset)
+            if p.high_watermark > start:
+                out[p.partition] = p.high_watermark - start
+        return out
+
+    def wait_caught_up(self, topic: str, timeout: float = 60.0) -> None:
+        """Wait until every record ``topic`` has now on the source is on the target (see :meth:`behind`)."""
+        remote = self.remote_topic(topic)
+        Wait(f"{remote!r} to hold every record of {topic!r}", timeout=timeout, interval=0.25,
+             evidence=lambda: f"records not replicated yet, per partition: {self.behind(topic)}").until(
+            lambda: remote in self.target.topics() and not self.behind(topic))
+
+    def pause(self) -> None:
+        """Pause replication (all three connectors): the target falls behind, as with a slow link."""
+        for name in self.connectors:
+            self.worker.pause(name)
+
+    def resume(self) -> None:
+        for name in self.connectors:
+            self.worker.resume(name)
+
+    def stop(self) -> None:
+        """Delete the flow's connectors (what they replicated stays on the target)."""
+        for name in self.connectors:
+            try:
+                self.worker.delete(name)
+            except LabkitError:
+                log.debug("deleting %s failed", name, exc_info=True)
+
+    def __repr__(self) -> str:
+        return f"<Mirror {self.source_alias} -> {self.target_alias} topics={self.topics!r} on {self.worker.url}>"
+
+
+def mirror(source: "ClusterLike", target: "ClusterLike", topics: Union[str, Iterable[str]] = ".*", *,
+           source_alias: Optional[str] = None, target_alias: Optional[str] = None, groups: str = ".*",
+           sync_group_offsets: bool = False, worker: Optional[ConnectWorker] = None, wait: bool = True,
+           timeout: float = 60.0, **settings: Any) -> Mirror:
+    """Replicate ``topics`` (a regex, or names) from ``source`` to ``target`` with MirrorMaker 2 (module doc).
+
+    Aliases default to the clusters' labels (``start_clusters(["primary", "dr"])``). ``groups``: the
+    consumer groups to checkpoint; ``sync_group_offsets``: also write their translated offsets into the
+    target's groups (MirrorMaker's default: off). ``settings`` are MirrorMaker settings for the three
+    connectors, e.g. ``offset_lag_max=10``. Runs on ``worker`` (default: ``target.connect()``) and, with
+    ``wait``, returns once the connectors run. Call again with other settings to update the flow.
+    """
+    source_alias = source_alias or alias_of(source, "source")
+    target_alias = target_alias or alias_of(target, "target")
+    if source_alias == target_alias:
+        raise LabkitError(f"Both clusters are called {source_alias!r}.",
+                          "Give them different aliases (source_alias=, target_alias=), or start them with "
+                          "labkit.start_clusters([...]).")
+    worker = worker or target.connect()  # type: ignore[attr-defined]
+    if worker.cluster is not target and worker.properties.get("bootstrap.servers") != target.bootstrap_servers:
+        raise LabkitError("MirrorMaker 2's connectors must run on a Connect worker of the target cluster "
+                          "(its producer writes the replicated records).", "Leave worker= out: target.connect().")
+    configs = connector_configs(source, target, source_alias, target_alias, _pattern(topics), groups,
+                                sync_group_offsets, **settings)
+    for name, config in configs.items():
+        worker.create(name, config)
+    flow = Mirror(source, target, source_alias, target_alias, worker, _pattern(topics), configs)
+    if wait:
+        flow.wait_running(timeout)
+    return flow
+
+
+def replication_latency(source: "ClusterLike", target: "ClusterLike", topic: str, remote: str,
+                        count: int = 100, pace: float = 0.01, timeout: float = 30.0) -> list[float]:
+    """Produce ``count`` records to ``topic`` on ``source`` and time each until it can be read from ``remote``
+    on ``target``: the seconds each took, in order (what "replication lag" means record by record)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    tag = uuid.uuid4().hex[:8]
+    consumer = Consumer(target.client_config(**{"group.id": f"labkit-latency-{tag}", "enable.auto.commit": False}))
+    parts = target.describe_topic(remote).partitions
+    consumer.assign([TopicPartition(remote, p.partition, p.high_watermark) for p in parts])
+    producer = source.producer(linger_ms=0)
+    sent: dict[str, float] = {}
+    seen: dict[str, float] = {}
+    try:
+        for i in range(count):
+            key = f"{tag}-{i}"
+            sent[key] = time.monotonic()
+            producer.produce(topic, key=key, value=f"latency probe {key}")
+            producer.poll(0)
+            msg = consumer.poll(pace)
+            while msg is not None:
+                if not msg.error() and msg.key() and msg.key().decode().startswith(tag):
+                    seen.setdefault(msg.key().decode(), time.monotonic())
+                msg = consumer.poll(0)
+        producer.flush(10)
+        deadline = time.monotonic() + timeout
+        while len(seen) < count and time.monotonic() < deadline:
+            msg = consumer.poll(0.1)
+            if msg is not None and not msg.error() and msg.key() and msg.key().decode().startswith(tag):
+                seen.setdefault(msg.key().decode(), time.monotonic())
+    finally:
+        consumer.close()
+    if len(seen) < count:
+        raise LabkitError(f"Only {len(seen)} of {count} records reached {remote!r} within {timeout:.0f} s.",
+                          "Is the flow running? mirror.status()")
+    return [seen[k] - sent[k] for k in sent]
+
+
+def committed(cluster: "ClusterLike", group: str, topic: str) -> dict[int, int]:
+    """``group``'s committed offsets on ``topic`` (partitions with a commit only)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    parts = [TopicPartition(topic, p.partition) for p in cluster.describe_topic(topic).partitions]
+    future = cluster.admin().list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, parts)])[group]
+    return {tp.partition: tp.offset for tp in future.result(timeout=10).topic_partitions if tp.offset >= 0}
+
+
+def commit_offsets(cluster: "ClusterLike", group: str, topic: str, offsets: Mapping[int, int],
+                   timeout: float = 30.0) -> None:
+    """Set ``group``'s committed offsets on ``topic``, like ``kafka-consumer-groups --reset-offsets --to-offset``
+    -- or MirrorMaker's ``sync.group.offsets``. The broker refuses while the group has members: a member that
+    died stays one until its session times out (also after a restart of the cluster), so this waits for that."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, o) for p, o in sorted(offsets.items())])
+
+    def accepted() -> bool:
+        done = cluster.admin().alter_consumer_group_offsets([request])[group].result(timeout=10)
+        refused = [tp.error for tp in done.topic_partitions if tp.error is not None]
+        if refused:  # per partition, not raised by the future
+            raise KafkaException(refused[0])
+        return True
+
+    Wait(f"group {group!r} on {topic!r} to take its new offsets", timeout=timeout, interval=0.5,
+         hint="A group's offsets can only be set while it has no members (a dead one counts until its session "
+              "times out).").until(accepted)
+
+
+__all__ = ["Checkpoint", "Heartbeat", "LAB_SETTINGS", "Mirror", "OffsetSync", "checkpoints_topic", "commit_offsets",
+           "committed", "connector_configs", "decode_checkpoint", "decode_heartbeat", "decode_offset_sync",
+           "encode_checkpoint", "mirror", "offset_syncs_topic", "read_checkpoints", "read_heartbeats",
+           "read_offset_syncs", "remote_topic", "replication_latency", "translate", "translated_offsets"]
