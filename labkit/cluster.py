@@ -25,6 +25,9 @@ from .tools import ToolResult, run_tool
 from .waiting import Wait
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from .services.connect import ConnectWorker
     from .services.registry import SchemaRegistry
     from .widgets import ClusterView
 
@@ -75,6 +78,10 @@ class Cluster:
     profile: str = ""
     #: Whether labkit started these brokers and may break them (kill, pause, restart).
     owns_brokers: bool = False
+    #: The name a notebook with several clusters gives this one ("primary", "dr"; see ``start_clusters``),
+    #: shown in its repr and live view (and MirrorMaker 2's alias for it); its colour there.
+    label: Optional[str] = None
+    colour: Optional[str] = None
 
     def __init__(self) -> None:
         self._admin: Optional[AdminClient] = None
@@ -221,13 +228,28 @@ class Cluster:
 
     def wait_for_new_leader(self, topic: str, partition: int, old_leader: Optional[int],
                             timeout: float = 60.0) -> _admin.TopicState:
-        """Wait until ``partition`` of ``topic`` is led by a broker other than ``old_leader``; returns the state."""
+        """Wait until ``partition`` of ``topic`` is led by a broker other than ``old_leader``; returns the state.
+
+        Polls metadata alone first (any live broker answers it): a full ``describe_topic`` also asks the
+        leaders for offsets, and while the dead leader is still listed that request waits out its
+        timeout, which would report the new leader seconds late.
+        """
+        name = self.topic_name(topic)
+
+        def elected() -> bool:
+            found = self.admin().list_topics(topic=name, timeout=4.0).topics.get(name)
+            leader = found.partitions[partition].leader if found and partition in found.partitions else -1
+            return leader not in (-1, old_leader)
+
         def moved() -> Optional[_admin.TopicState]:
             state = self.describe_topic(topic)
-            return state if state[partition].leader not in (None, old_leader) else None
+            settled = state[partition].leader not in (None, old_leader) and all(
+                p.high_watermark is not None for p in state.partitions if p.leader is not None)
+            return state if settled else None  # a leader just elected may not answer for its offsets yet
 
-        return Wait(f"partition {partition} of {topic!r} to get a new leader", timeout=timeout,
-                    interval=0.2).until(moved)
+        what = f"partition {partition} of {topic!r} to get a new leader"
+        Wait(what, timeout=timeout, interval=0.2).until(elected)
+        return Wait(what, timeout=timeout, interval=0.2).until(moved)
 
     # ---- services beside the brokers
     def start_schema_registry(self) -> "SchemaRegistry":
@@ -252,6 +274,19 @@ class Cluster:
         self.schema_registry_url  # noqa: B018 - raises the friendly error when there is none
         assert self._registry is not None
         return self._registry.client()
+
+    def connect(self, wait: bool = True, **settings: Any) -> "ConnectWorker":
+        """This cluster's Kafka Connect worker, started on first use (:mod:`labkit.services.connect`):
+        a client for its REST API. ``wait=False`` returns while the JVM starts (calls wait for it);
+        ``settings`` are worker settings for a new worker."""
+        from .services import connect
+
+        worker = getattr(self, "_connect_worker", None)
+        if worker is None or not worker.running:
+            worker = self._connect_worker = connect.start(self, wait=wait, **settings)
+        elif wait:
+            worker.wait_ready()
+        return worker
 
     def view(self, topics: Optional[list[str]] = None, **options: Any) -> "ClusterView":
         """A live dashboard of this cluster for notebooks (:class:`labkit.widgets.ClusterView`)."""
@@ -288,8 +323,25 @@ class Cluster:
     def resume_broker(self, broker_id: int) -> None:
         raise self._unsupported("Resuming a broker")
 
-    def broker_log(self, broker_id: int, lines: int = 50) -> str:
+    def broker_log(self, broker_id: int, lines: int = 50, file: str = "server",
+                   grep: Optional[str] = None) -> str:
         raise self._unsupported("Reading a broker's log")
+
+    def advertise(self, broker_id: int, listener: str, address: Optional[str] = None) -> None:
+        """Make a broker advertise ``address`` for ``listener`` (``None``: its own); restarts it. Native only."""
+        raise self._unsupported("Changing what a broker advertises")
+
+    # ---- metrics (labkit.metrics: the Prometheus JMX exporter in every broker JVM)
+    def metrics_endpoints(self) -> dict[int, str]:
+        """Broker id -> the URL its metrics exporter serves (none on a cluster labkit did not start)."""
+        return {}
+
+    def metrics(self, match: Optional[str] = None, brokers: Optional[list[int]] = None) -> "pd.DataFrame":
+        """Every metric the running brokers' exporters serve now, one row per sample: ``broker``, ``metric``,
+        ``labels``, ``value`` (``match``: only metric names containing it)."""
+        from .metrics import scrape_cluster
+
+        return scrape_cluster(self, match=match, brokers=brokers)
 
     # ---- lifecycle sugar
     def __enter__(self) -> "Cluster":
@@ -307,7 +359,8 @@ class Cluster:
 
     def __repr__(self) -> str:
         brokers = ", ".join(f"{b.id}@{b.port}:{b.state}" for b in self.brokers)
-        return f"<{type(self).__name__} {self._summary()} bootstrap={self.bootstrap_servers} brokers=[{brokers}]>"
+        named = f"{self.label!r} " if self.label else ""
+        return f"<{type(self).__name__} {named}{self._summary()} bootstrap={self.bootstrap_servers} brokers=[{brokers}]>"
 
     def _repr_html_(self) -> str:
         colors = {"running": "#27ae60", "paused": "#f39c12", "stopped": "#7f8c8d", "killed": "#c0392b",
@@ -315,6 +368,8 @@ class Cluster:
         rows = "".join(
             f"<tr><td>{b.id}</td><td>{b.roles}</td><td><code>{b.address}</code></td><td>{b.pid or '–'}</td>"
             f"<td style='color:{colors.get(b.state, '#000')}'>&#9679; {b.state}</td></tr>" for b in self.brokers)
-        return (f"<div><b>Kafka Lab cluster</b> — {html.escape(self._summary())}<br>"
+        named = (f" <b style='color:{self.colour or '#000'}'>&#9632; {html.escape(self.label)}</b>" if self.label
+                 else "")
+        return (f"<div><b>Kafka Lab cluster</b>{named} — {html.escape(self._summary())}<br>"
                 f"bootstrap servers: <code>{html.escape(self.bootstrap_servers)}</code>"
                 f"<table><tr><th>id</th><th>roles</th><th>address</th><th>pid</th><th>state</th></tr>{rows}</table></div>")

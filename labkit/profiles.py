@@ -16,7 +16,7 @@ from .environment import environments_dir, kafka_spec, load_toml
 from .errors import ProfileError, SettingError
 
 DEFAULT_PROFILE = "three-brokers"
-SECURITY_MODES = ("plaintext", "secured")
+SECURITY_MODES = ("plaintext", "secured", "plaintext+tls")
 
 #: Settings labkit writes itself for every node; overriding them would break the cluster.
 MANAGED_SETTINGS = frozenset({
@@ -39,7 +39,8 @@ class Profile:
     #: How many of the nodes (ids 1..controllers) are also KRaft controllers.
     controllers: int
     settings: Mapping[str, Any] = field(default_factory=dict)
-    #: "plaintext" (one PLAINTEXT listener), or "secured" (TLS, SCRAM, mutual TLS, ACLs: labkit.security).
+    #: "plaintext" (one PLAINTEXT listener), "secured" (TLS, SCRAM, mutual TLS, ACLs: labkit.security), or
+    #: "plaintext+tls" (PLAINTEXT, and a second client listener, TLS, with the cluster's own CA; no authentication).
     security: str = "plaintext"
 
 

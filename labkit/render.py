@@ -13,6 +13,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from .admin import TopicState
 from .groupread import GroupView
+from .metrics import PanelData
 from .snapshot import BrokerView, Snapshot
 from .viz import ROLES, replica_roles
 
@@ -108,15 +109,71 @@ def groups_html(groups: Sequence[GroupView]) -> str:
             f"<th>log end</th><th>lag</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
-def snapshot_html(snap: Snapshot, title: str = "Kafka cluster") -> str:
-    """The whole view as static HTML: what a saved notebook, nbconvert or a non-widget frontend shows."""
-    parts = [f"<div><b>{_esc(title)}</b> <small>(snapshot {time.strftime('%H:%M:%S', time.localtime(snap.taken_at))}"
+def _rate(value: Optional[float]) -> str:
+    """Bytes per second, readable: ``–``, ``850 B/s``, ``12.3 kB/s``, ``4.1 MB/s``."""
+    if value is None:
+        return "–"
+    for unit, size in (("MB/s", 1e6), ("kB/s", 1e3)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value:.0f} B/s"
+
+
+def _number(value: Optional[float], unit: str = "") -> str:
+    return "–" if value is None else f"{value:g}{unit}"
+
+
+def metrics_html(data: Optional[PanelData]) -> str:
+    """The metrics panel: the cluster-wide figures an alert watches, then one row per broker."""
+    if data is None:
+        return "<i>No metrics yet.</i>"
+    urp, offline, controller = data.under_replicated, data.offline_partitions, data.active_controller
+
+    def flag(value: Optional[int], text: str) -> str:
+        colour = "#c0392b" if value else "#27ae60"
+        return f"<span style='color:{colour}'><b>{_dash(value)}</b> {text}</span>"
+
+    head = " · ".join([flag(urp, "under-replicated"), flag(offline, "offline"),
+                       f"active controller: <b>{_dash(controller)}</b>",
+                       f"ISR shrinks / expands: <b>{data.isr_shrinks} / {data.isr_expands}</b>"])
+    rows = []
+    for b in data.brokers:
+        if not b.up:
+            rows.append(f"<tr><td>{b.broker}</td><td colspan='7' style='color:#c0392b'>not answering"
+                        f" ({_esc(b.error)})</td></tr>")
+            continue
+        colour = "#c0392b" if b.under_replicated else "inherit"
+        rows.append(f"<tr><td>{b.broker}{' ★' if b.active_controller else ''}</td>"
+                    f"<td style='color:{colour}'>{_number(b.under_replicated)}</td>"
+                    f"<td>{_rate(b.bytes_in_per_s)}</td><td>{_rate(b.bytes_out_per_s)}</td>"
+                    f"<td>{_number(b.produce_p99_ms, ' ms')}</td><td>{_number(b.fetch_p99_ms, ' ms')}</td>"
+                    f"<td>{_number(b.isr_shrinks)}</td><td>{_number(b.isr_expands)}</td></tr>")
+    return (f"<div class='labkit-metrics'><small>{head}</small><table><thead><tr><th>broker</th>"
+            "<th>under-replicated</th><th>bytes in</th><th>bytes out</th><th>produce p99</th><th>fetch p99</th>"
+            f"<th>ISR shrinks</th><th>ISR expands</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            "<small>★ active controller · from each broker's Prometheus JMX exporter</small></div>")
+
+
+def cluster_heading_html(label: Optional[str], colour: Optional[str]) -> str:
+    """The name of one of several clusters (``start_clusters``) in its colour; '' for a cluster without a name."""
+    if not label:
+        return ""
+    return f"<b style='color:{_esc(colour or '#000')};font-size:110%'>&#9632; {_esc(label)}</b>"
+
+
+def snapshot_html(snap: Snapshot, title: str = "Kafka cluster", colour: Optional[str] = None) -> str:
+    """The whole view as static HTML: what a saved notebook, nbconvert or a non-widget frontend shows
+    (``colour``: the frame of one of several named clusters)."""
+    frame = f" style='border-left:4px solid {_esc(colour)};padding-left:6px'" if colour else ""
+    parts = [f"<div{frame}><b>{_esc(title)}</b> <small>(snapshot {time.strftime('%H:%M:%S', time.localtime(snap.taken_at))}"
              "; live in JupyterLab)</small>", brokers_html(snap.brokers)]
     for name, state in sorted(snap.topics.items()):
         parts.append(f"<p><b>{_esc(name)}</b></p>" + partition_map_html(state, snap.broker_ids, snap.dead_brokers))
     if snap.topics:
         parts.append(f"<p><small>{roles_legend_html()}</small></p>")
     parts.append("<p><b>Consumer groups</b></p>" + groups_html(snap.groups))
+    if snap.metrics is not None:
+        parts.append("<p><b>Metrics</b></p>" + metrics_html(snap.metrics))
     if snap.errors:
         parts.append(f"<p style='color:#c0392b'>{_esc(snap.error)}</p>")
     return "".join(parts) + "</div>"
@@ -132,6 +189,10 @@ def snapshot_text(snap: Snapshot) -> str:
     for g in snap.groups:
         lag = ", ".join(f"{t}-{p}:{_dash(x.lag)}" for (t, p), x in sorted(g.offsets.items()))
         lines.append(f"group {g.id} ({g.state}, {len(g.members)} members): lag {g.total_lag} [{lag}]")
+    if snap.metrics is not None:
+        m = snap.metrics
+        lines.append(f"metrics: under-replicated {_dash(m.under_replicated)}, offline {_dash(m.offline_partitions)}, "
+                     f"active controller {_dash(m.active_controller)}, ISR shrinks/expands {m.isr_shrinks}/{m.isr_expands}")
     if snap.errors:
         lines.append("errors: " + "; ".join(snap.errors))
     return "\n".join(lines)

@@ -21,6 +21,7 @@ from . import _groupreader
 from .admin import PartitionState, TopicState
 from .errors import ClusterStateError
 from .groupread import GroupReader, GroupView, MemberView, PartitionLag, parse_group, reader_settings, shared_reader
+from .metrics import PanelData, PanelReader
 from .viz import replica_roles
 
 if TYPE_CHECKING:
@@ -58,6 +59,8 @@ class Snapshot:
     #: Wall-clock time the refresh started, and how long it took.
     taken_at: float = 0.0
     took: float = 0.0
+    #: The brokers' own metrics (the metrics panel), when the reader was asked for them.
+    metrics: Optional[PanelData] = None
 
     @property
     def error(self) -> Optional[str]:
@@ -103,7 +106,8 @@ class Snapshot:
         """Everything that changes what is drawn: equal keys mean nothing to redraw."""
         topics = tuple((n, self.topic_key(n), tuple(p.high_watermark for p in s.partitions))
                        for n, s in sorted(self.topics.items()))
-        return (self.brokers, topics, tuple(g.key() for g in self.groups), self.errors)
+        return (self.brokers, topics, tuple(g.key() for g in self.groups), self.errors,
+                self.metrics.key() if self.metrics is not None else None)
 
 
 def broker_status(state: str, registered: bool) -> str:
@@ -187,7 +191,9 @@ class ClusterReader:
     """
 
     def __init__(self, cluster: "ClusterLike", topics: Optional[Sequence[str]] = None, groups: GroupsOption = None,
-                 timeout: float = 3.0, max_topics: int = 12, group_reader: Optional[GroupReader] = None) -> None:
+                 timeout: float = 3.0, max_topics: int = 12, group_reader: Optional[GroupReader] = None,
+                 metrics: bool = False) -> None:
+        """``metrics``: also scrape the brokers' metrics exporters (:mod:`labkit.metrics`) in :meth:`complete`."""
         self.cluster = cluster
         self.topics = None if topics is None else list(topics)
         self.groups = groups
@@ -200,6 +206,8 @@ class ClusterReader:
         self._listed: Optional[list[str]] = None
         self._found: list[Any] = []
         self._found_errors: list[str] = []
+        #: Reads the metrics panel (and keeps its history) when asked for metrics.
+        self.panel: Optional[PanelReader] = PanelReader(cluster, timeout=min(timeout, 1.5)) if metrics else None
 
     # -- step 1
     def layout(self, stopped: Callable[[], bool] = lambda: False) -> Snapshot:
@@ -259,7 +267,8 @@ class ClusterReader:
         answering = {b.id for b in layout.brokers if b.status == "up" and b.registered}
         leaders = {(n, p.partition): p.leader for n, s in layout.topics.items() for p in s.partitions}
         wanted = {tp for tp, leader in leaders.items() if leader in answering}
-        wanted |= {tp for *_, committed in found for tp in committed if leaders.get(tp, -1) in answering | {-1}}
+        wanted |= {tp for _, _, _, committed, _ in found for tp in committed
+                   if leaders.get(tp, -1) in answering | {-1}}
         try:
             admin = self._admin([(b.id, b.state) for b in layout.brokers])
             ends = _end_offsets(admin, wanted, _Deadline(self.timeout))
@@ -269,10 +278,16 @@ class ClusterReader:
         topics = {n: TopicState(n, tuple(replace(p, high_watermark=ends.get((n, p.partition)))
                                          for p in s.partitions), s.config) for n, s in layout.topics.items()}
         groups = tuple(GroupView(gid, state, members, {tp: PartitionLag(c, ends.get(tp))
-                                                       for tp, c in sorted(committed.items())})
-                       for gid, state, members, committed in found)
+                                                       for tp, c in sorted(committed.items())}, coordinator)
+                       for gid, state, members, committed, coordinator in found)
+        panel = None
+        if self.panel is not None:
+            try:
+                panel = self.panel.read({b.id: b.state for b in layout.brokers})
+            except Exception as exc:  # noqa: BLE001 - no exporter, or none answered: say so, keep drawing
+                errors.append(f"metrics: {short_error(exc)}")
         return Snapshot(layout.brokers, topics, groups, tuple(errors), taken_at=layout.taken_at,
-                        took=layout.took + time.monotonic() - t0)
+                        took=layout.took + time.monotonic() - t0, metrics=panel)
 
     @property
     def group_reader_pid(self) -> Optional[int]:
@@ -342,15 +357,16 @@ def read_groups(cluster: "ClusterLike", groups: GroupsOption = None, timeout: fl
 
 
 def take_snapshot(cluster: "ClusterLike", topics: Optional[Sequence[str]] = None, groups: GroupsOption = None,
-                  timeout: float = 3.0, max_topics: int = 12) -> Snapshot:
-    """Read brokers, topics and groups once. Failures become the snapshot's ``errors``, never exceptions.
+                  timeout: float = 3.0, max_topics: int = 12, metrics: bool = False) -> Snapshot:
+    """Read brokers, topics and groups once (and the brokers' metrics with ``metrics=True``). Failures
+    become the snapshot's ``errors``, never exceptions.
 
     ``topics=None`` covers every non-internal topic (the first ``max_topics``).
     """
     group_reader, lock = shared_reader(cluster)
     with lock:
         reader = ClusterReader(cluster, topics, groups, timeout=timeout, max_topics=max_topics,
-                               group_reader=group_reader)
+                               group_reader=group_reader, metrics=metrics)
         try:
             return reader.complete(reader.layout())
         finally:

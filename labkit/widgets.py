@@ -31,12 +31,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from .errors import LabkitError, UnsupportedOperation
-from .render import (ACTIONS, _esc, broker_card_html, button_states, groups_html, snapshot_html, snapshot_text,
-                     status_html, topic_title)
+from .render import (ACTIONS, _esc, broker_card_html, button_states, cluster_heading_html, groups_html, metrics_html,
+                     snapshot_html, snapshot_text, status_html, topic_title)
 from .snapshot import BrokerView, ClusterReader, GroupsOption, Snapshot, _ClusterStopped, owns_brokers, short_error
 from .viz import _heatmap, _legend
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .protocols import ClusterLike
 
 log = logging.getLogger(__name__)
@@ -73,11 +75,14 @@ class ClusterView:
     ``idle_refresh``: the slowest pace while nothing changes (default 4 × refresh).
     ``replace``: stop other live views of the same cluster (so re-running a cell
     does not pile up threads). ``timeout``: seconds one refresh may wait on the cluster.
+    ``metrics``: add the metrics panel (under-replicated and offline partitions, the active
+    controller, bytes in/out, request p99, ISR shrinks/expands from the brokers' exporters);
+    :meth:`metrics_history` is what it showed over time.
     """
 
     def __init__(self, cluster: "ClusterLike", topics: Optional[Sequence[str]] = None, groups: GroupsOption = None,
                  refresh: float = 1.0, *, max_rate: float = 4.0, idle_refresh: Optional[float] = None,
-                 timeout: float = 3.0, replace: bool = True) -> None:
+                 timeout: float = 3.0, replace: bool = True, metrics: bool = False) -> None:
         import ipywidgets as w
 
         if refresh <= 0 or max_rate <= 0:
@@ -105,24 +110,33 @@ class ClusterView:
         self._ui = threading.RLock()
         self._refreshing = threading.Lock()
         self._closed_reason = ""
-        self._reader = ClusterReader(cluster, self.topics, self.groups, timeout=timeout)
+        self._reader = ClusterReader(cluster, self.topics, self.groups, timeout=timeout, metrics=metrics)
 
         self.status = w.HTML(status_html(None, self.interval, self.interval))
         self.message = w.HTML()
         self.broker_box = w.HBox(layout=w.Layout(flex_flow="row wrap"))
         self.topic_box = w.VBox()
         self.group_html = w.HTML()
+        self.metrics_html = w.HTML(metrics_html(None))
         self._cards: dict[int, tuple[Any, Any]] = {}
         #: (broker id, action) -> its Button, e.g. ``view.buttons[(2, "kill")].click()``.
         self.buttons: dict[tuple[int, str], Any] = {}
         self.figures: dict[str, Any] = {}
         parts = [w.HTML("<b>Brokers</b>" + ("" if self.faults else
                                              " <small>(this backend cannot break its brokers)</small>")),
-                 self.broker_box, self.message, self.topic_box]
+                 self.broker_box, self.message]
+        if metrics:
+            parts += [w.HTML("<b>Metrics</b>"), self.metrics_html]
+        parts.append(self.topic_box)
         if self.groups is not False:
             parts += [w.HTML("<b>Consumer groups</b>"), self.group_html]
         parts.append(self.status)
-        self.widget = w.VBox(parts)
+        # One of several named clusters (start_clusters): its name on top, its colour around the whole view.
+        self.label, self.colour = getattr(cluster, "label", None), getattr(cluster, "colour", None)
+        if self.label:
+            parts.insert(0, w.HTML(cluster_heading_html(self.label, self.colour)))
+        self.widget = w.VBox(parts, layout=w.Layout(border=f"3px solid {self.colour}", padding="4px")
+                             if self.colour else w.Layout())
 
         if replace:
             for other in list(_LIVE_VIEWS):
@@ -148,6 +162,13 @@ class ClusterView:
         """The data the view shows now (read at the last refresh)."""
         assert self.last is not None  # the constructor takes the first one
         return self.last
+
+    def metrics_history(self) -> "pd.DataFrame":
+        """What the metrics panel showed, one row per refresh (cluster-wide figures); empty without the panel."""
+        import pandas as pd
+
+        panel = self._reader.panel
+        return panel.history() if panel is not None else pd.DataFrame()
 
     def refresh_now(self) -> Snapshot:
         """Read the cluster now (groups included) and redraw what changed; returns the snapshot.
@@ -215,12 +236,15 @@ class ClusterView:
         """The live widget in JupyterLab; a static HTML / text snapshot anywhere else."""
         bundle = dict(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
         if self.last is not None:
-            bundle["text/html"] = snapshot_html(self.last, title=f"Kafka cluster ({self._state_word()})")
+            name = f" {self.label!r}" if self.label else ""
+            bundle["text/html"] = snapshot_html(self.last, title=f"Kafka cluster{name} ({self._state_word()})",
+                                                colour=self.colour)
         bundle["text/plain"] = repr(self)
         return bundle
 
     def __repr__(self) -> str:
-        head = f"<ClusterView {self._state_word()}, every {self.interval:g} s, {self.refreshes} refreshes>"
+        name = f"{self.label} " if self.label else ""
+        head = f"<ClusterView {name}{self._state_word()}, every {self.interval:g} s, {self.refreshes} refreshes>"
         return head if self.last is None else head + "\n" + snapshot_text(self.last)
 
     def _state_word(self) -> str:
@@ -235,6 +259,8 @@ class ClusterView:
         self._draw_topics(snap)
         if self.groups is not False:
             self.group_html.value = groups_html(snap.groups)
+        if snap.metrics is not None:
+            self.metrics_html.value = metrics_html(snap.metrics)
 
     def _draw_brokers(self, brokers: Sequence[BrokerView]) -> None:
         stopped = self._stop.is_set()

@@ -20,7 +20,8 @@ def _load(name: str):
 
 def test_runner_discovers_benchmarks():
     runner = _load("run")
-    assert {"cluster_start", "live_view", "spark_pipeline"} <= set(runner.discover())
+    assert {"cluster_start", "live_view", "spark_pipeline", "metrics_exporter", "producer_throughput"} <= \
+        set(runner.discover())
     with pytest.raises(SystemExit):
         runner.main(["no_such_benchmark"])
 
@@ -57,3 +58,14 @@ def test_spark_pipeline_benchmark_smoke(tmp_path: Path, jvm_pids):
     assert all(t["output_rows"] > 0 and t["wall_rows_per_s"] > 0 for t in run["throughput"])
     summary = report["summary"]
     assert summary["latency"]["default"]["median_ms"] > 0 and set(summary["throughput"]) == {"unset", "500"}
+
+
+@pytest.mark.integration
+def test_producer_throughput_benchmark_reports_both_clients(tmp_path: Path):
+    out = tmp_path / "producer_throughput.json"
+    code = _load("producer_throughput").main(["--runs", "1", "--records", "5000", "--setups", "defaults",
+                                              "--json", str(out), "--no-fail"])
+    assert code == 0
+    summary = json.loads(out.read_text())["setups"]["defaults"]["summary"]
+    assert summary["java_median"] > 0 and summary["python_median"] > 0
+    assert summary["ratio"] == pytest.approx(summary["python_median"] / summary["java_median"])

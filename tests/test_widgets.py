@@ -151,11 +151,11 @@ def test_short_error_names_the_kafka_error():
 
 def test_group_reader_answers_are_parsed_into_members_and_offsets():
     errors = []
-    gid, state, members, offsets = parse_group(
-        {"id": "billing", "state": "stable", "error": "offsets: Broker: Not coordinator",
+    gid, state, members, offsets, coordinator = parse_group(
+        {"id": "billing", "state": "stable", "error": "offsets: Broker: Not coordinator", "coordinator": 2,
          "members": [["m-2", "b", "/h", [["orders", 1]]], ["m-1", "a", "/h", [["orders", 2], ["orders", 0]]]],
          "committed": [["orders", 0, 5], ["orders", 3, 7]]}, errors)
-    assert (gid, state) == ("billing", "stable") and [m.client_id for m in members] == ["a", "b"]
+    assert (gid, state, coordinator) == ("billing", "stable", 2) and [m.client_id for m in members] == ["a", "b"]
     assert members[0].partitions == (("orders", 0), ("orders", 2))
     assert offsets == {("orders", 0): 5, ("orders", 1): None, ("orders", 2): None, ("orders", 3): 7}
     assert errors == ["group billing: offsets: Broker: Not coordinator"]

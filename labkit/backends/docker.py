@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
+from ..brokerlogs import log_file
 from ..cluster import Broker
 from ..environment import kafka_spec
 from ..errors import BackendError, BrokerStartError, LabkitError, SettingError
@@ -275,9 +277,16 @@ class DockerCluster(OwnedCluster[DockerNode]):
         """The Docker container of a broker (for ``docker logs``, ``docker exec``)."""
         return self._node(broker_id).name
 
-    def broker_log(self, broker_id: int, lines: int = 50) -> str:
-        """The last ``lines`` lines of a broker's container log (``docker logs --tail``)."""
-        return self._node(broker_id).logs(lines)
+    def broker_log(self, broker_id: int, lines: int = 50, file: str = "server", grep: Optional[str] = None) -> str:
+        """The last ``lines`` lines of a broker's container log (``docker logs --tail``). The image logs every
+        logger to the console, so ``file`` only names which lines you are after; ``grep`` (a regular
+        expression) keeps the last ``lines`` lines that match it, out of the last 10,000."""
+        log_file(file)
+        if grep is None:
+            return self._node(broker_id).logs(lines)
+        pattern = re.compile(grep)
+        found = [line for line in self._node(broker_id).logs(10_000).splitlines() if pattern.search(line)]
+        return "\n".join(found[-lines:]) if lines > 0 else ""
 
     def _summary(self) -> str:
         return f"{self.profile}, Kafka {kafka_spec().version}, docker ({self.image})"

@@ -14,21 +14,23 @@ from __future__ import annotations
 import logging
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .. import admin as _admin
 from .. import classdata
+from .. import metrics as _metrics
+from ..brokerlogs import log_file, read_log
 from ..distribution import Distribution, ensure_distribution
 from ..jvm import find_java
 from ..environment import kafka_spec
-from ..errors import BrokerStartError, PortInUseError, ProcessStartError
+from ..errors import BrokerStartError, ClusterStateError, PortInUseError, ProcessStartError
 from ..processes import ManagedProcess, Supervisor, free_ports, tail
 from ..profiles import render_value, validate_settings
 from ..progress import Progress
 from ..cluster import Broker
-from ..security import ADMIN, SECURED_LISTENERS, SecuredCluster, format_arguments
+from ..security import ADMIN, SECURED_LISTENERS, CertificateAuthority, SecuredCluster, format_arguments
 from .owned import Node, OwnedCluster, data_root, kraft_properties
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,10 @@ _FORMAT_FAILED = "labkit: formatting the storage failed"
 class NativeNode(Node):
     dir: Path = Path()
     process: Optional[ManagedProcess] = None
+    #: Where the node's Prometheus JMX exporter serves (None: started without it).
+    metrics_port: Optional[int] = None
+    #: Listener name -> the ``host:port`` this node advertises instead of its own (``NativeCluster.advertise``).
+    advertised: dict[str, str] = field(default_factory=dict)
 
     @property
     def log_path(self) -> Path:
@@ -78,6 +84,10 @@ class NativeCluster(OwnedCluster[NativeNode]):
         self.supervisor: Optional[Supervisor] = None
         #: A secured cluster's CA, users and client settings (None without security).
         self.security: Optional[SecuredCluster] = None
+        #: The CA of the ``plaintext+tls`` profiles' TLS client listener (None without one).
+        self.tls: Optional[CertificateAuthority] = None
+        #: Brokers carry the Prometheus JMX exporter agent (labkit.metrics): fetched and not switched off.
+        self.exporter = _metrics.enabled() and _metrics.exporter_jar() is not None
 
     # ------------------------------------------------------------ security (the secured profile)
     @property
@@ -111,10 +121,29 @@ class NativeCluster(OwnedCluster[NativeNode]):
     def tool_config(self) -> Optional[Path]:
         return self.security.properties_file() if self.security else None
 
+    def tls_settings(self) -> dict[str, Any]:
+        """Client settings for the ``TLS`` listener of a ``plaintext+tls`` profile (the same brokers, encrypted):
+        ``cluster.consumer(group, **cluster.tls_settings())``."""
+        if self.tls is None:
+            raise ClusterStateError(f"The {self.profile!r} profile has no TLS client listener.",
+                                    "Start one with a plaintext+tls profile, e.g. "
+                                    "labkit.start_cluster('three-brokers-tls').")
+        return {"bootstrap.servers": ",".join(f"{n.broker.host}:{n.broker.listeners['TLS']}"
+                                              for n in self._nodes.values()),
+                "security.protocol": "SSL", "ssl.ca.location": str(self.tls.ca_file)}
+
     # ------------------------------------------------------------ public API (native only)
-    def broker_log(self, broker_id: int, lines: int = 50) -> str:
-        """The last ``lines`` lines of a broker's ``server.log``."""
-        return tail(self._node(broker_id).log_path, lines)
+    def broker_log(self, broker_id: int, lines: int = 50, file: str = "server",
+                   grep: Optional[str] = None) -> str:
+        """The last ``lines`` lines of one of a broker's log files (``server``, ``controller``,
+        ``state-change``, ``request``, ...: :data:`labkit.brokerlogs.LOG_FILES`); with ``grep`` (a regular
+        expression) the last ``lines`` lines that match it."""
+        return read_log(self._node(broker_id).dir / "logs" / log_file(file), lines, grep)
+
+    def metrics_endpoints(self) -> dict[int, str]:
+        """Broker id -> the URL its Prometheus JMX exporter serves (empty when brokers run without it)."""
+        return {n.broker.id: f"http://127.0.0.1:{n.metrics_port}/metrics"
+                for n in self._nodes.values() if n.metrics_port}
 
     def broker_dir(self, broker_id: int) -> Path:
         """A node's directory: ``server.properties``, ``data/`` (log.dirs) and ``logs/``."""
@@ -123,6 +152,40 @@ class NativeCluster(OwnedCluster[NativeNode]):
     def log_dir(self, broker_id: int) -> Path:
         """A node's ``log.dirs``: one sub-directory per partition it stores."""
         return self._node(broker_id).data_dir
+
+    def advertise(self, broker_id: int, listener: str, address: Optional[str] = None, timeout: float = 60.0) -> None:
+        """Make a broker tell clients ``address`` (``host:port``) for ``listener``; ``None`` restores its own.
+
+        The node still binds the same ports (``listeners``): a client bootstraps from the real
+        address and then connects wherever the metadata says, so a wrong ``address`` lets the
+        bootstrap succeed and every request to this broker fail. Kafka reads
+        ``advertised.listeners`` only at start-up (4.3.1 refuses to change it dynamically), so
+        this rewrites the node's ``server.properties`` and restarts the broker (a graceful stop,
+        then the same start as :meth:`start_broker`, waiting until it serves again).
+        Misadvertising the inter-broker listener (``PLAINTEXT`` on a plain cluster) cuts the other
+        brokers off from this one too; the secured profile's client listeners (``SCRAM``,
+        ``MTLS``) leave replication alone.
+        """
+        node = self._node(broker_id)
+        clients = [name for name in node.broker.listeners if name != "CONTROLLER"]
+        if listener not in clients:
+            raise ClusterStateError(f"Broker {broker_id} has no client listener {listener!r}.",
+                                    f"Its listeners: {', '.join(clients)}.")
+        if address is not None:
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit():
+                raise ClusterStateError(f"{address!r} is not a host:port address.",
+                                        "Give it as host:port, e.g. 'kafka-1.internal:9092'.")
+        if node.broker.state in ("running", "paused") and self._is_running(node):
+            if node.broker.state == "paused":
+                self.resume_broker(broker_id)
+            self.stop_broker(broker_id)
+        if address is None:
+            node.advertised.pop(listener, None)
+        else:
+            node.advertised[listener] = address
+        self._write_properties(node)
+        self.start_broker(broker_id, timeout=timeout)
 
     def _summary(self) -> str:
         version = self.distribution.version if self.distribution else kafka_spec().version
@@ -196,8 +259,10 @@ class NativeCluster(OwnedCluster[NativeNode]):
     def _node_command(self, node: NativeNode, format_storage: bool) -> list[str]:
         spec = kafka_spec()
         properties = str(node.dir / "server.properties")
+        agent = _metrics.agent_options(node.metrics_port) if node.metrics_port else []
         if self.archive_dump is not None and node.broker.id == 1:
             sharing = classdata.dump_options(self.archive_dump)
+            agent = []  # the JVM refuses to record an archive with a Java agent attached; the archive serves both
         else:
             sharing = classdata.use_options(self._archive) if self._archive is not None else []
         if self._launcher is None:
@@ -211,7 +276,8 @@ class NativeCluster(OwnedCluster[NativeNode]):
                 args_file.touch(mode=0o600)
                 args_file.write_text("\n".join(self._format_arguments(node)) + "\n")
                 args = ["--format", str(args_file), properties]
-        return self._java_command(main, *args, heap=spec.heap, options=spec.jvm_options, log4j=spec.log4j_config,
+        return self._java_command(main, *args, heap=spec.heap, options=(*spec.jvm_options, *agent),
+                                  log4j=spec.log4j_config,
                                   logs_dir=node.dir / "logs", classpath=self._classpath or None, sharing=sharing)
 
     def _format_arguments(self, node: NativeNode) -> list[str]:
@@ -254,6 +320,8 @@ class NativeCluster(OwnedCluster[NativeNode]):
         settings = self.settings
         if self._profile.security == "secured":
             self.security = SecuredCluster(self.data_dir, list(range(1, self._profile.brokers + 1)))
+        elif self._profile.security == "plaintext+tls":
+            self.tls = CertificateAuthority(self.data_dir / "tls")
         for node_id in range(1, self._profile.brokers + 1):
             node_dir = self.data_dir / f"node-{node_id}"
             (node_dir / "logs").mkdir(parents=True)
@@ -266,16 +334,20 @@ class NativeCluster(OwnedCluster[NativeNode]):
         """Listener name -> security protocol (the first one is where clients bootstrap)."""
         if self.security is not None:
             return dict(SECURED_LISTENERS)
+        if self.tls is not None:
+            return {"PLAINTEXT": "PLAINTEXT", "TLS": "SSL", "CONTROLLER": "PLAINTEXT"}
         return {"PLAINTEXT": "PLAINTEXT", "CONTROLLER": "PLAINTEXT"}
 
     def _assign_ports(self) -> None:
         controllers = self._profile.controllers
         names = [n for n in self._listener_protocols() if n != "CONTROLLER"]
-        ports = iter(free_ports(len(self._nodes) * len(names) + controllers))
+        exporters = len(self._nodes) if self.exporter else 0
+        ports = iter(free_ports(len(self._nodes) * len(names) + controllers + exporters))
         for node in self._nodes.values():
             node.broker.listeners = {name: next(ports) for name in names}
             if node.broker.id <= controllers:
                 node.broker.listeners["CONTROLLER"] = next(ports)
+            node.metrics_port = next(ports) if exporters else None
             node.broker.port = node.broker.listeners[names[0]]
             node.broker.controller_port = node.broker.listeners.get("CONTROLLER")
         for node in self._nodes.values():
@@ -287,12 +359,17 @@ class NativeCluster(OwnedCluster[NativeNode]):
                           for n in self._nodes.values() if n.broker.controller_port)
         protocols = self._listener_protocols()
         listeners = {name: f"127.0.0.1:{port}" for name, port in b.listeners.items()}
-        advertised = {name: where for name, where in listeners.items() if name != "CONTROLLER"}
+        advertised = {name: node.advertised.get(name, where) for name, where in listeners.items()
+                      if name != "CONTROLLER"}
         managed = kraft_properties(b.id, bool(b.controller_port), voters, listeners, advertised=advertised,
                                    protocols=protocols, inter_broker="BROKER" if self.security else "PLAINTEXT",
                                    log_dirs=str(node.data_dir))
         if self.security is not None:
             managed.update(self.security.node_settings(b.id))
+        if self.tls is not None:
+            keystore = self.tls.issue(f"broker-{b.id}", server=True)["keystore"]
+            managed.update({"listener.name.tls.ssl.keystore.type": "PEM",
+                            "listener.name.tls.ssl.keystore.location": str(keystore)})
         lines = [f"# Written by labkit for cluster {self.name} ({self.profile}); node {b.id}."]
         lines += [f"{k}={render_value(v)}" for k, v in managed.items()]
         lines += ["", "# lab defaults, profile and overrides"]

@@ -1,0 +1,94 @@
+"""Checks for tune_producer: the learner's producer config, raced against the team's on a real cluster.
+
+Visible checks (the notebook shows them); the grader adds ``hidden_checks.py``. ``TUNED_CONFIG`` is
+plain data: the grader reads it as librdkafka would (aliases, underscores for dots, the last
+setting wins; delivery settings only) and runs the same produce loop (``labkit.perf.python_producer``)
+with ``TEAM_CONFIG`` and with it, interleaved, on the same topic of its own cluster. The verdict
+is a ratio of throughputs measured side by side, never an absolute number, and every record of
+every run must be acknowledged and stored exactly once.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from typing import Any
+
+from labkit import perf
+from labkit.clientconfig import acks_all, effective_config, is_true, setting
+from labkit.grading import Rules, check
+from labkit.grading.harness import unique
+
+#: No module of the lab holds this answer; the generic rules (no dynamic imports, no grading machinery) apply.
+RULES = Rules()
+CLUSTER = "three-brokers"
+#: The notebook only produces: it may run on the grader's cluster.
+SHARE_CLUSTER = True
+
+#: The producer the team runs today: the Java producer's classic batching, copied years ago.
+TEAM_CONFIG = {"acks": "all", "enable.idempotence": True, "linger.ms": 0, "batch.size": 16384}
+#: How much faster TUNED_CONFIG must be, measured side by side.
+TARGET = 3.0
+#: What the visible race sends: 4 kB JSON order documents to a topic of 3 partitions.
+RECORD_SIZE, PARTITIONS = 4000, 3
+
+
+def tuned_config(ns: Any) -> dict[str, Any]:
+    """TUNED_CONFIG as librdkafka applies it; fails unless it keeps acks=all and idempotence."""
+    config = effective_config(ns.TUNED_CONFIG, "TUNED_CONFIG")
+    assert acks_all(config), f"acks={setting(config, 'acks')!r}: the team needs acks=all (every in-sync replica)"
+    assert is_true(setting(config, "enable.idempotence")), "enable.idempotence must stay true (no duplicates)"
+    return config
+
+
+def stored(cluster: Any, topic: str) -> int:
+    """Records the topic holds (a fresh topic: the sum of its partitions' high watermarks)."""
+    return sum(p.high_watermark or 0 for p in cluster.describe_topic(topic).partitions)
+
+
+def race(cluster: Any, tuned: dict[str, Any], size: int, partitions: int, rounds: int = 2,
+         megabytes: float = 4.0) -> dict[str, Any]:
+    """TEAM_CONFIG and ``tuned`` in turn, ``rounds`` times each, on one fresh topic; the medians, the
+    ratio, and whether every record was acknowledged and stored exactly once."""
+    topic = cluster.create_topic(unique("orders"), partitions=partitions)
+    values = perf.order_documents(size, seed=random.randrange(10**6))
+    team_n = max(200, int(megabytes * 1e6 / size))
+    runs: dict[str, list[perf.Throughput]] = {"team": [], "tuned": []}
+    for _ in range(rounds):
+        runs["team"].append(perf.python_producer(cluster, topic, team_n, size, config=TEAM_CONFIG, values=values))
+        # three times the records: the tuned run should take about as long as the team's
+        runs["tuned"].append(perf.python_producer(cluster, topic, 3 * team_n, size, config=tuned, values=values))
+        if runs["tuned"][-1].records_per_s < runs["team"][-1].records_per_s * TARGET / 2:
+            break  # far from the target: another round would not change the verdict, only take long
+    sent = sum(r.records + r.failed for rs in runs.values() for r in rs)
+    team = statistics.median(r.records_per_s for r in runs["team"])
+    fast = statistics.median(r.records_per_s for r in runs["tuned"])
+    return {"team": team, "tuned": fast, "ratio": fast / team if team else 0.0,
+            "failed": sum(r.failed for r in runs["tuned"]), "sent": sent, "stored": stored(cluster, topic)}
+
+
+def assert_fast_and_complete(result: dict[str, Any], size: int) -> None:
+    assert result["failed"] == 0, f"{result['failed']} of your records were not acknowledged"
+    assert result["stored"] == result["sent"], \
+        f"the topic holds {result['stored']} records, {result['sent']} were sent (lost or stored twice)"
+    assert result["ratio"] >= TARGET, (
+        f"{size}-byte records: {result['tuned']:,.0f} records/s against the team's {result['team']:,.0f} "
+        f"({result['ratio']:.1f}×, {TARGET:g}× needed)")
+
+
+@check("keeps_acks_all_and_idempotence", points=2,
+       hint="acks must wait for every in-sync replica, and the producer must stay idempotent.")
+def keeps_acks_all_and_idempotence(ns):
+    """TUNED_CONFIG (as librdkafka applies it) keeps acks=all and enable.idempotence=true, with delivery
+    settings only."""
+    tuned_config(ns)
+
+
+@check("three_times_the_team_producer", points=4,
+       hint="What does one produce request carry with 16 kB batches and no linger? How well does JSON compress?")
+def three_times_the_team_producer(ns):
+    """With 4 kB JSON order documents on 3 partitions, TUNED_CONFIG produces at least 3× as many records
+    per second as TEAM_CONFIG (measured in turn on the same topic), every record acknowledged and
+    stored exactly once."""
+    tuned = tuned_config(ns)
+    assert_fast_and_complete(race(ns.cluster, tuned, RECORD_SIZE, PARTITIONS), RECORD_SIZE)
