@@ -14,6 +14,7 @@ empty, so a learner opens a clean notebook.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -78,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("lessons", nargs="*", help="file-name prefixes of lessons to build (default: all)")
     parser.add_argument("--no-execute", action="store_true", help="only generate the notebooks")
     args = parser.parse_args(argv)
+    # The headless run answers no prediction; keep its reveals out of this machine's learner record.
+    os.environ.setdefault("LABKIT_STATE_DIR", tempfile.mkdtemp(prefix="kafka-lab-build-state-"))
     sources = lesson_sources(args.lessons)
     if not sources:
         parser.error(f"no lesson source in {LESSONS} matches {args.lessons}")

@@ -17,7 +17,7 @@ OUTPUT = REPO / "test-output"
 #: Lessons executed in a real browser (test_browser.py) instead of papermill, and the text each must show
 #: rendered (a prediction's widget, the metrics panel); an empty tuple: plotly figures only.
 BROWSER_LESSONS = {"00_welcome": ("Predict:",), "02_keys_and_murmur2": ("Predict:",),
-                   "07_spark_structured_streaming": (), "11_operations_and_performance": ("Predict:",)}
+                   "07_spark_structured_streaming": ("Predict:",), "11_operations_and_performance": ("Predict:", "ISR shrinks / expands")}
 
 
 @pytest.fixture(scope="session")

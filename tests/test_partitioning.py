@@ -7,7 +7,7 @@ import random
 import zlib
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from labkit import partitioning as pt
