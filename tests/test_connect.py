@@ -7,12 +7,8 @@ Unit tests first (no broker); the integration tests share one single-broker clus
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -257,19 +253,11 @@ def test_a_worker_stops_with_its_cluster(jvm_pids):
 
 @pytest.mark.integration
 def test_no_worker_outlives_a_killed_kernel(jvm_pids):
-    code = textwrap.dedent("""
-        import labkit, time
-        c = labkit.start_cluster("single-broker", progress=False)
-        c.connect()
-        print(c.data_dir, flush=True)
-        time.sleep(600)
-    """)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    marker = proc.stdout.readline().strip()
-    assert marker and len(jvm_pids(marker)) == 2, "a broker and a Connect worker"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    Wait("the broker and the worker to die with their owner", timeout=20).until(lambda: jvm_pids(marker) == [])
+    from test_lifecycle import kill_owner, start_child
+
+    proc, data_dir = start_child("single-broker", "c.connect()")
+    assert len(jvm_pids(str(data_dir))) == 2, "a broker and a Connect worker"
+    kill_owner(proc, data_dir, "the broker and the worker")
 
 
 # ---------------------------------------------------------------- integration: two clusters, MirrorMaker 2

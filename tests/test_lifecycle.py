@@ -19,13 +19,13 @@ pytestmark = pytest.mark.integration
 CHILD = textwrap.dedent("""
     import sys, time, labkit
     c = labkit.start_cluster(sys.argv[1], progress=False)
-    print(c.data_dir, flush=True)
     {after_start}
+    print(c.data_dir, flush=True)
     time.sleep(600)
 """)
 
 
-def _start_child(profile: str, after_start: str = "") -> tuple[subprocess.Popen, Path]:
+def start_child(profile: str, after_start: str = "") -> tuple[subprocess.Popen, Path]:
     code = CHILD.format(after_start=after_start)
     proc = subprocess.Popen([sys.executable, "-c", code, profile], stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline().strip()
@@ -33,20 +33,27 @@ def _start_child(profile: str, after_start: str = "") -> tuple[subprocess.Popen,
     return proc, Path(line)
 
 
+def kill_owner(proc: subprocess.Popen, data_dir: Path, what: str) -> None:
+    """SIGKILL the child that started a cluster; everything it started must die and its directory go."""
+    from conftest import java_pids_of
+
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    Wait(f"{what}'s JVMs to die after their owner was SIGKILLed", timeout=20, interval=0.2).until(
+        lambda: java_pids_of(str(data_dir)) == [])
+    Wait(f"{what}'s data dir to be removed", timeout=10).until(lambda: not data_dir.exists())
+
+
 @pytest.mark.parametrize("profile,after_start", [
     ("three-brokers", ""),
     ("single-broker", "c.pause_broker(1)"),  # a paused (SIGSTOPped) broker must die too
 ])
 def test_sigkill_of_the_owner_leaves_no_broker(profile, after_start, jvm_pids):
-    proc, data_dir = _start_child(profile, after_start)
+    proc, data_dir = start_child(profile, after_start)
     marker = str(data_dir)
     expected = 3 if profile == "three-brokers" else 1
     assert len(jvm_pids(marker)) == expected
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    Wait("the cluster's JVMs to die after their owner was SIGKILLed", timeout=20, interval=0.2).until(
-        lambda: jvm_pids(marker) == [])
-    Wait("the cluster's data dir to be removed", timeout=10).until(lambda: not data_dir.exists())
+    kill_owner(proc, data_dir, "the cluster")
 
 
 def test_normal_exit_without_stop_cleans_up(jvm_pids):

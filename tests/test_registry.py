@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import textwrap
-
 import pytest
 from confluent_kafka.schema_registry import Schema
 from confluent_kafka.schema_registry.error import SchemaRegistryError
@@ -15,7 +9,6 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 import labkit
 from labkit.errors import ClusterStateError
 from labkit.services import answers, registry
-from labkit.waiting import Wait
 
 pytestmark = pytest.mark.integration
 
@@ -53,19 +46,12 @@ def test_the_registry_stops_with_its_cluster(jvm_pids):
     assert jvm_pids(marker) == [] and not answers(url.replace("/apis/ccompat/v7", "/health/ready"))
 
 
-def test_no_registry_outlives_a_killed_kernel(tmp_path, jvm_pids):
-    code = textwrap.dedent("""
-        import labkit, time
-        c = labkit.start_cluster("single-broker", schema_registry=True, progress=False)
-        print(c.data_dir, flush=True)
-        time.sleep(600)
-    """)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    marker = proc.stdout.readline().strip()
-    assert marker and len(jvm_pids(marker)) == 2, "a broker and the registry"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    Wait("the broker and the registry to die with their owner", timeout=20).until(lambda: jvm_pids(marker) == [])
+def test_no_registry_outlives_a_killed_kernel(jvm_pids):
+    from test_lifecycle import kill_owner, start_child
+
+    proc, data_dir = start_child("single-broker", "c.start_schema_registry()")
+    assert len(jvm_pids(str(data_dir))) == 2, "a broker and the registry"
+    kill_owner(proc, data_dir, "the broker and the registry")
 
 
 def test_the_registry_is_built_once_into_the_cache():

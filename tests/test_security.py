@@ -9,8 +9,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
-import signal
 import time
 
 import pytest
@@ -298,18 +296,12 @@ def test_stop_leaves_no_process_and_no_key_file(jvm_pids):
 
 @integration
 def test_sigkill_of_the_owner_leaves_no_process_and_no_key_file(jvm_pids):
-    from test_lifecycle import _start_child
+    from test_lifecycle import kill_owner, start_child
 
-    proc, data_dir = _start_child("secured")
-    marker = str(data_dir)
+    proc, data_dir = start_child("secured")
     assert len(list((data_dir / "tls").glob("*-key.pem"))) == 3
-    assert len(jvm_pids(marker)) == 3
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    Wait("the secured cluster's JVMs to die after their owner was SIGKILLed", timeout=20, interval=0.2).until(
-        lambda: jvm_pids(marker) == [])
-    Wait("the secured cluster's directory (keys included) to be removed", timeout=10).until(
-        lambda: not data_dir.exists())
+    assert len(jvm_pids(str(data_dir))) == 3
+    kill_owner(proc, data_dir, "the secured cluster (keys included)")
 
 
 

@@ -296,16 +296,14 @@ def _view_threads():
     return [t for t in threading.enumerate() if t.name == "labkit-cluster-view"]
 
 
-def _group_readers():
-    """This process's live group reader children."""
-    found = []
-    for child in psutil.Process().children():
-        try:
-            if child.status() != psutil.STATUS_ZOMBIE and "_groupreader.py" in " ".join(child.cmdline()):
-                found.append(child)
-        except psutil.NoSuchProcess:
-            pass
-    return found
+def _reader_alive(pid):
+    """Whether the group reader ``pid`` (a child of this process) still runs. Other clusters of this test
+    process (the session's) keep readers of their own: only this one's is looked at."""
+    try:
+        child = psutil.Process(pid)
+        return child.status() != psutil.STATUS_ZOMBIE and "_groupreader.py" in " ".join(child.cmdline())
+    except psutil.NoSuchProcess:
+        return False
 
 
 def test_view_draws_brokers_partition_maps_and_the_right_buttons():
@@ -479,16 +477,19 @@ def test_live_view_shows_a_kill_from_its_own_button_and_stops_with_the_cluster(f
         assert "kill broker" in view.message.value and view.running
         # (the group reader may just have crashed on a dead coordinator -- it is restarted on the next refresh)
         assert _wait(lambda: view._reader.group_reader_pid is not None)
+        reader = view._reader.group_reader_pid
         view.close()
-        assert not view.running and not _group_readers()
+        assert not view.running and not _reader_alive(reader)
         consumer.close()  # while its coordinator still runs (closing later waits for a dead cluster)
 
         watcher = cluster.view(topics=[topic], groups=[group], refresh=0.5)
-        assert watcher.running and _group_readers()
+        assert watcher.running and _wait(lambda: watcher._reader.group_reader_pid is not None)
+        reader = watcher._reader.group_reader_pid
+        assert _reader_alive(reader)
         cluster.stop()
         assert _wait(lambda: not watcher.running, timeout=15)
         assert "cluster stopped" in watcher.status.value
-        assert not _view_threads() and not _group_readers()
+        assert not _view_threads() and not _reader_alive(reader)
     finally:
         view.close()
 
