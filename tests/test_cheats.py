@@ -39,7 +39,9 @@ def test_every_exercise_has_a_cheat():
 def test_a_cheat_earns_nothing_on_what_it_targets(ex_id, cheat, tmp_path, output_dir):
     path = tmp_path / f"{ex_id}.ipynb"
     nbformat.write(cheat.build(grading.reference_notebook(ex_id)), str(path))
-    report = grading.grade(path, timeout=600)
+    # only the checks the cheat targets run (the others are not its business, and cost minutes in all)
+    only = None if cheat.targets == "*" else list(cheat.targets)
+    report = grading.grade(path, timeout=600, only=only)
     (output_dir / "grading").mkdir(parents=True, exist_ok=True)
     (output_dir / "grading" / f"{ex_id}-cheat-{cheat.name}.json").write_text(report.to_json())
     targets = [c for c in report.checks if cheat.targets == "*" or c["id"] in cheat.targets]

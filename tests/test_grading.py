@@ -200,6 +200,14 @@ def test_grading_a_solution_gives_full_marks_and_leaves_the_file_alone(fixture_e
 
 
 @pytest.mark.notebook
+def test_a_trainer_can_run_only_some_checks(fixture_exercises):
+    report = _grade("partly_done.ipynb", only=["add_small_numbers"])
+    assert [c["id"] for c in report.checks] == ["add_small_numbers"] and (report.score, report.max_score) == (0, 2)
+    with pytest.raises(grading.GradingError, match="no check 'nope'"):
+        _grade("partly_done.ipynb", only=["nope"])
+
+
+@pytest.mark.notebook
 def test_a_partly_done_notebook_gets_partial_credit(fixture_exercises):
     report = _grade("partly_done.ipynb")
     assert report.status == "graded"
@@ -378,3 +386,24 @@ def test_learner_copies_are_generated_from_a_bundle(tmp_path, monkeypatch):
     assert {a for _, _, a in made} == {"created"} and len(made) == len(grading.all_exercise_ids())
     with pytest.raises(GradingError, match="trainer"):
         grading.exercise(made[0][0], hidden=True)
+
+
+@pytest.mark.notebook
+def test_demo_cells_are_not_run_while_graded_unless_the_learner_changed_them(tmp_path):
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from labkit.grading.grader import demo_cells
+    from labkit.grading.kernel import KernelSession
+
+    demo = new_code_cell("raise RuntimeError('a long demo')", id="cell-001", metadata={"tags": ["demo"]})
+    template = new_notebook(cells=[new_code_cell("x = 1", id="cell-000"), demo])
+    assert demo_cells(template) == {"cell-001": demo.source}
+
+    def run(cells):
+        with KernelSession(new_notebook(cells=cells), cwd=tmp_path, env={}, timeout=60,
+                           skip=demo_cells(template)) as kernel:
+            return kernel.run_cells()
+
+    assert run([new_code_cell("x = 1", id="cell-000"), nbformat.from_dict(dict(demo))]).first_error is None
+    edited = new_code_cell("raise RuntimeError('mine now')", id="cell-001", metadata={"tags": ["demo"]})
+    assert "mine now" in run([new_code_cell("x = 1", id="cell-000"), edited]).first_error

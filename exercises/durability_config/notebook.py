@@ -69,7 +69,7 @@ trial = produce_and_count(cluster, topic, count=300, pace=0.004, **config,
                           actions={150: lambda: cluster.kill_broker(victim)})
 cluster.start_broker(victim)
 counts_frame({"your settings, leader killed": trial})
-""")
+""", tags=("demo",))
 nb.md("""
 ## Get graded
 

@@ -57,7 +57,7 @@ def stall_test(config):
 """)
 nb.code("""
 counts_frame({"broken": stall_test(BROKEN_CONFIG)})
-""")
+""", tags=("demo",))
 nb.md("""
 ## Task — `FIXED_CONFIG`
 
@@ -80,7 +80,7 @@ ex.check(globals())
 """)
 nb.code("""
 counts_frame({"fixed": stall_test(FIXED_CONFIG)})
-""")
+""", tags=("demo",))
 nb.md("""
 ## Get graded
 

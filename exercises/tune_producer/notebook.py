@@ -83,7 +83,7 @@ runs = [measure(TEAM_CONFIG), measure(TUNED_CONFIG, records=3000), measure(TEAM_
 table = perf.frame(runs, config=["team", "tuned", "team", "tuned"])
 print(f"tuned / team: {table[table.config == 'tuned']['records/s'].median() / table[table.config == 'team']['records/s'].median():.1f}×")
 table.round(1)
-""")
+""", tags=("demo",))
 nb.md("""
 ## Get graded
 
