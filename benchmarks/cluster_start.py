@@ -125,7 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     from labkit import classdata
 
     archives = {kind: (path.name if path else None) for kind, path in classdata.status(dist).items()}
-    print(f"class-data archives: {archives} (none: run `labkit setup` for the fast start)")
+    missing = [kind for kind, name in archives.items() if name is None]
+    print(f"class-data archives: {archives}" + (f" ({', '.join(missing)} missing: run `labkit setup` for the fast "
+                                                "start)" if missing else ""))
+    print("load average (1, 5, 15 min) before: " + ", ".join(f"{x:.2f}" for x in psutil.getloadavg()))
 
     report = {"machine": {"cpus": psutil.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
                           "load_average": psutil.getloadavg()},
@@ -143,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         summary = summarize(runs)
         report["profiles"][profile] = {"runs": runs, "summary": summary}
         print("  median " + "  ".join(f"{k}={v['median']:.2f}" for k, v in summary.items()))
+        report["profiles"][profile]["load_average_after"] = psutil.getloadavg()
+        print("  load average after: " + ", ".join(f"{x:.2f}" for x in psutil.getloadavg()))
         for key, limit in TARGETS.get(profile, {}).items():
             value = summary["ready_s" if key == "ready_s" else "rss_mb_max"]["median"]
             ok = value <= limit
