@@ -76,15 +76,19 @@ def _grader_cluster(profile: Optional[str], data_dir: Path) -> Iterator[Any]:
         return
     from ..backends.native import NativeCluster
 
-    saved = os.environ.get("LABKIT_DATA_DIR")
-    os.environ["LABKIT_DATA_DIR"] = str(data_dir)
+    # In data_dir, and without the metrics exporter agent: no check reads broker metrics, and grading a
+    # class starts one cluster per submission.
+    overrides = {"LABKIT_DATA_DIR": str(data_dir), "LABKIT_METRICS": "0"}
+    saved = {name: os.environ.get(name) for name in overrides}
+    os.environ.update(overrides)
     try:
         cluster = NativeCluster(profile, progress=False).start()
     finally:
-        if saved is None:
-            os.environ.pop("LABKIT_DATA_DIR", None)
-        else:
-            os.environ["LABKIT_DATA_DIR"] = saved
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     try:
         yield cluster
     finally:
@@ -139,7 +143,7 @@ def grade(path: str | Path, timeout: float = 600.0, executed: Optional[Path] = N
     work = Path(tempfile.mkdtemp(prefix=f"labkit-grade-{ex_id}-"))
     try:
         with _grader_cluster(ex.cluster, work) as cluster:
-            env = {**os.environ, "LABKIT_DATA_DIR": str(work), "LABKIT_GRADING": "1"}
+            env = {**os.environ, "LABKIT_DATA_DIR": str(work), "LABKIT_GRADING": "1", "LABKIT_METRICS": "0"}
             env.pop("LABKIT_BOOTSTRAP", None)
             env.pop("LABKIT_CLIENT_CONFIG", None)
             if cluster is not None and ex.share_cluster:
