@@ -165,7 +165,7 @@ def processes_everything_once_without_crashes(ns):
     topic, group, values = make_events(cluster, random.randint(180, 240))
     with tempfile.TemporaryDirectory(prefix="labkit-commit-") as work:
         log = Path(work) / "processed.log"
-        pid = ns.run(start_loop, cluster.bootstrap_servers, topic, group, str(log), 3.0)
+        pid = ns.run(start_loop, cluster.bootstrap_servers, topic, group, str(log), 5.0)
         harness.wait_for_exit(ns, pid, RUN_TIMEOUT, "consume_loop")
         seen = [v for _, _, v in processed(log)]
     missing = set(values) - set(seen)

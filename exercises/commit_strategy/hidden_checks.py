@@ -22,7 +22,7 @@ def nothing_lost_little_replayed_across_crashes(ns):
     crashes = 2
     with tempfile.TemporaryDirectory(prefix="labkit-commit-") as work:
         log = Path(work) / "processed.log"
-        hits = checks.crash_mid_batch(ns, (cluster.bootstrap_servers, topic, group, str(log), 3.0), log, group,
+        hits = checks.crash_mid_batch(ns, (cluster.bootstrap_servers, topic, group, str(log), 6.0), log, group,
                                       topic, crashes=crashes)
         seen = [v for _, _, v in checks.processed(log)]
     missing = set(values) - set(seen)
