@@ -37,7 +37,7 @@ from cryptography import x509
 import labkit
 from labkit import predict
 from labkit.listeners import Trip, listener_table, round_trips_figure
-from labkit.security import acl_table, scram_credentials, try_connect
+from labkit.security import acl_table, scram_credentials, try_connect, wait_for_acls
 from labkit.waiting import Wait
 
 labkit.setup_check()
@@ -185,6 +185,7 @@ admin = cluster.admin()                     # an AdminClient logged in as the ad
 def grant(*bindings):
     for future in admin.create_acls(list(bindings), request_timeout=15).values():
         future.result()                     # raises if the broker refused one
+    wait_for_acls(cluster, bindings)        # until every broker's authorizer has them (labkit.security)
 
 
 grant(AclBinding(ResourceType.TOPIC, orders, ResourcePatternType.LITERAL, "User:alice", "*",
