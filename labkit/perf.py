@@ -165,16 +165,19 @@ def java_consumer(cluster: Any, topic: str, records: int, timeout: float = 300.0
 # ---------------------------------------------------------------------------------------------- Python client
 def python_producer(cluster: Any, topic: str, records: int, record_size: int, acks: str = "all",
                     config: Optional[Mapping[str, Any]] = None, value: Optional[bytes] = None,
-                    values: Sequence[bytes] = (), flush_timeout: float = 120.0) -> Throughput:
+                    values: Sequence[bytes] = (), keys: Sequence[Optional[bytes | str]] = (),
+                    flush_timeout: float = 120.0) -> Throughput:
     """The confluent-kafka producer sending ``records`` values of ``record_size`` bytes as fast as it can:
     ``produce()`` in a loop (``poll(0)`` after each, ``BufferError`` waited out), then ``flush()``.
 
-    The values are ``value``, or ``values`` in turn, or :func:`payload`. ``config`` is the producer
+    The values are ``value``, or ``values`` in turn, or :func:`payload`; the keys are ``keys`` in turn
+    (none by default: the sticky partitioner places the records). ``config`` is the producer
     configuration on top of ``acks`` (plain data: no callbacks); the clock runs from the first
     ``produce()`` to the last acknowledgement."""
     settings = {"acks": acks, **dict(config or {})}
     producer = cluster.producer(**settings)
     pool = list(values) or [value if value is not None else payload(record_size)]
+    key_pool = list(keys) or [None]
     latencies: list[float] = []
     failed = [0]
 
@@ -192,7 +195,7 @@ def python_producer(cluster: Any, topic: str, records: int, record_size: int, ac
         size += len(body)
         while True:
             try:
-                producer.produce(topic, value=body, on_delivery=on_delivery)
+                producer.produce(topic, key=key_pool[i % len(key_pool)], value=body, on_delivery=on_delivery)
                 break
             except BufferError:
                 producer.poll(0.005)

@@ -31,7 +31,7 @@ import pandas as pd
 import plotly.express as px
 
 import labkit
-from labkit import predict
+from labkit import perf, predict
 from labkit.producing import counts_frame, produce_and_count, produce_through_refusals
 from labkit.segments import batches_frame, dump_partition, records_frame, segment_files
 from labkit.waiting import Wait
@@ -290,26 +290,15 @@ payload = json.dumps({"user": "someone@example.com", "page": "/products/42", "ms
 
 def measure(linger_ms, compression, n=30_000):
     t = cluster.create_topic(f"batching-{linger_ms}-{compression}-{run}", partitions=3)
-    p = cluster.producer(acks="all", linger_ms=linger_ms, compression_type=compression, batch_size=262144,
-                         enable_idempotence=True)
-    latencies = []
-    t0 = time.perf_counter()
-    for i in range(n):
-        sent = time.perf_counter()
-        while True:
-            try:
-                p.produce(t, key=str(i % 100), value=payload,
-                          on_delivery=lambda err, msg, sent=sent: latencies.append(time.perf_counter() - sent))
-                break
-            except BufferError:
-                p.poll(0.01)
-        p.poll(0)
-    p.flush(60)
-    seconds = time.perf_counter() - t0
+    # produce() as fast as the client takes records, 100 customer keys in turn, then flush (labkit.perf)
+    sent = perf.python_producer(cluster, t, n, len(payload), acks="all", value=payload,
+                                keys=[str(k) for k in range(100)],
+                                config={"linger.ms": linger_ms, "compression.type": compression,
+                                        "batch.size": 262144, "enable.idempotence": True})
     # a segment file is its batches back to back: its size is what the batches take
     stored = sum(f.stat().st_size for part in range(3) for f in segment_files(cluster, t, part))
-    return {"linger.ms": linger_ms, "compression": compression, "records/s": n / seconds,
-            "median latency ms": 1000 * pd.Series(latencies).median(), "bytes on disk": stored}
+    return {"linger.ms": linger_ms, "compression": compression, "records/s": sent.records_per_s,
+            "median latency ms": sent.p50_ms, "bytes on disk": stored}
 
 runs = pd.DataFrame([measure(linger, comp) for linger in (0, 5, 50) for comp in ("none", "lz4", "zstd")])
 runs.round(1)

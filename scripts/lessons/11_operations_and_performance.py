@@ -405,17 +405,8 @@ nb.code("""
 import os
 
 zc = cluster.create_topic(f"zero-copy-{run}", partitions=3)
-producer = cluster.producer(acks="1", linger_ms=20)
 noise = os.urandom(1000)                       # random bytes: nothing for compression to gain
-for i in range(30_000):
-    while True:
-        try:
-            producer.produce(zc, value=noise)
-            break
-        except BufferError:
-            producer.poll(0.01)
-    producer.poll(0)
-producer.flush(60)
+perf.python_producer(cluster, zc, 30_000, len(noise), acks="1", config={"linger.ms": 20}, value=noise)
 
 def broker_cpu():
     return cluster.metrics(match="process_cpu_seconds").value.sum()
@@ -557,16 +548,7 @@ fetch requests the way an operator does, on the brokers
 """)
 nb.code("""
 small_batches = cluster.create_topic(f"small-batches-{run}", partitions=3)
-producer = cluster.producer(acks="1", batch_size=16384)
-for i in range(10_000):
-    while True:
-        try:
-            producer.produce(small_batches, value=noise)
-            break
-        except BufferError:
-            producer.poll(0.01)
-    producer.poll(0)
-producer.flush(60)
+perf.python_producer(cluster, small_batches, 10_000, len(noise), acks="1", config={"batch.size": 16384}, value=noise)
 
 def consumer_fetches():
     found = cluster.metrics(match="requestmetrics_requests")
