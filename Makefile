@@ -9,6 +9,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 # make test runs the tiers (unit, integration, notebook, browser: see the README) over JOBS pytest workers;
 # most of a lesson's time is waiting on a real cluster: with 3 workers the 2 cores were 84 % busy, 4 fill them.
+# loadgroup hands each worker one test at a time, longest first (tests/conftest.py), the browser tests as one group.
 JOBS ?= 4
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -30,7 +31,7 @@ lab: setup
 	$(VENV)/bin/labkit lab
 
 test: setup setup-browser
-	$(PY) -m pytest -n $(JOBS) --dist worksteal --durations=30 $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=30 $(PYTEST_ARGS)
 
 # Debian's Chromium for the real-browser test: Playwright drives it, nothing is downloaded at test time.
 setup-browser:

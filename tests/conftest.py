@@ -101,16 +101,23 @@ def pytest_unconfigure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    # With workers (make test: pytest-xdist), the slowest tiers start first so none is left running alone at the
-    # end; in one process, cluster-free tests first: fast feedback before the slow ones.
-    order = {"unit": 0, "integration": 1, "notebook": 2, "browser": 3}
-    workers = bool(getattr(config.option, "numprocesses", None))
+    # With workers (make test: pytest-xdist, --dist loadgroup), the longest tests start first so none is left
+    # running alone at the end: the browser group (one JupyterLab and one Chromium for all its tests), then the
+    # lessons, the exercises' gradings, the other integration tests, the unit tests. In one process, the
+    # reverse: cluster-free tests first, fast feedback before the slow ones. (A worker process has
+    # ``workerinput``; it does not see ``-n``.)
+    workers = hasattr(config, "workerinput") or bool(getattr(config.option, "numprocesses", None))
 
     def rank(item):
-        for name in ("browser", "notebook", "integration"):
-            if item.get_closest_marker(name):
-                return -order[name] if workers else order[name]
-        return 0
+        if item.get_closest_marker("browser"):
+            tier = 4
+        elif item.get_closest_marker("notebook"):
+            tier = 3 if item.nodeid.startswith("tests/test_notebooks.py") else 2
+        elif item.get_closest_marker("integration"):
+            tier = 1
+        else:
+            tier = 0
+        return -tier if workers else tier
 
     items.sort(key=rank)
     os.environ.setdefault("LABKIT_TEST", "1")
