@@ -14,7 +14,6 @@ the secured profile (TLS, SCRAM, ACLs) is measured beside them, without a target
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import threading
@@ -26,6 +25,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import reporting  # noqa: E402
 import labkit  # noqa: E402
 from labkit.backends.native import NativeCluster  # noqa: E402
 
@@ -128,11 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     missing = [kind for kind, name in archives.items() if name is None]
     print(f"class-data archives: {archives}" + (f" ({', '.join(missing)} missing: run `labkit setup` for the fast "
                                                 "start)" if missing else ""))
-    print("load average (1, 5, 15 min) before: " + ", ".join(f"{x:.2f}" for x in psutil.getloadavg()))
+    print(f"load average (1, 5, 15 min) before: {reporting.load_text()}")
 
-    report = {"machine": {"cpus": psutil.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
-                          "load_average": psutil.getloadavg()},
-              "class_data_archives": archives, "profiles": {}}
+    report = {"machine": reporting.machine(), "class_data_archives": archives, "profiles": {}}
     failed = False
     for profile in args.profiles:
         print(f"\n{profile}: {args.runs} runs")
@@ -147,16 +145,11 @@ def main(argv: list[str] | None = None) -> int:
         report["profiles"][profile] = {"runs": runs, "summary": summary}
         print("  median " + "  ".join(f"{k}={v['median']:.2f}" for k, v in summary.items()))
         report["profiles"][profile]["load_average_after"] = psutil.getloadavg()
-        print("  load average after: " + ", ".join(f"{x:.2f}" for x in psutil.getloadavg()))
+        print(f"  load average after: {reporting.load_text()}")
         for key, limit in TARGETS.get(profile, {}).items():
             value = summary["ready_s" if key == "ready_s" else "rss_mb_max"]["median"]
-            ok = value <= limit
-            failed |= not ok
-            print(f"  {'PASS' if ok else 'FAIL'}: median {key} {value:.1f} (target <= {limit:g})")
-    path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2))
-    print(f"\nwrote {path}")
+            failed |= not reporting.meets(f"median {key}", value, limit)
+    reporting.write(args.json, report)
     return 1 if failed and not args.no_fail else 0
 
 

@@ -15,7 +15,6 @@ reflective plugin scan costs ~430 MB); the times are reported beside the load, w
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -26,6 +25,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import reporting  # noqa: E402
 import labkit  # noqa: E402
 from labkit.services import mirror as mm  # noqa: E402
 
@@ -89,14 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     for key, limit in TARGETS.items():
         value = summary[key]["median"]
-        failed |= value > limit
-        print(f"  {'PASS' if value <= limit else 'FAIL'}: median {key} {value:.0f} (target <= {limit:g})")
-    report = {"machine": {"cpus": psutil.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1)},
-              "runs": runs, "summary": summary}
-    path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2))
-    print(f"\nwrote {path}")
+        failed |= not reporting.meets(f"median {key}", value, limit, digits=0)
+    reporting.write(args.json, {"machine": reporting.machine(), "runs": runs, "summary": summary})
     return 1 if failed and not args.no_fail else 0
 
 

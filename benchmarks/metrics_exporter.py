@@ -15,7 +15,6 @@ otherwise): the one hard target. The costs are reported with the load average.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -26,6 +25,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import reporting  # noqa: E402
 from labkit import classdata, metrics  # noqa: E402
 from labkit.backends.native import NativeCluster  # noqa: E402
 from labkit.distribution import ensure_distribution  # noqa: E402
@@ -140,13 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  load average {psutil.getloadavg()[0]:.2f}")
     failed = not maps
     print(f"  {'PASS' if maps else 'FAIL'}: the class-data archive maps with the agent attached")
-    report = {"machine": {"cpus": psutil.cpu_count(), "load_average": psutil.getloadavg()},
-              "profile": args.profile, "archive_maps_with_agent": maps, "runs": {"with": runs[True], "without": runs[False]},
+    report = {"machine": reporting.machine(), "profile": args.profile, "archive_maps_with_agent": maps, "runs": {"with": runs[True], "without": runs[False]},
               "summary": summary}
-    path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2))
-    print(f"wrote {path}")
+    reporting.write(args.json, report)
     return 1 if failed and not args.no_fail else 0
 
 

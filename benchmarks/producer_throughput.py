@@ -21,7 +21,6 @@ Python/Java ratio per set-up. Target: Python >= 0.7 x Java with each client's de
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import uuid
@@ -31,6 +30,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import reporting  # noqa: E402
 import labkit  # noqa: E402
 from labkit import perf  # noqa: E402
 
@@ -97,18 +97,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  median: Java {java:,.0f} records/s ({summary['java_mb_s']:.1f} MB/s), "
                   f"Python {python:,.0f} records/s ({summary['python_mb_s']:.1f} MB/s): Python/Java = {ratio:.2f}")
             if setup == "defaults":
-                ok = ratio >= TARGET
-                failed |= not ok
-                print(f"  {'PASS' if ok else 'FAIL'}: Python/Java {ratio:.2f} (target >= {TARGET})")
+                failed |= not reporting.meets("Python/Java", ratio, TARGET, at_most=False, digits=2)
     finally:
         cluster.stop()
     report["machine"]["load_average_after"] = psutil.getloadavg()
     print(f"\nload average before {load_before[0]:.2f}, after {report['machine']['load_average_after'][0]:.2f} "
           f"({psutil.cpu_count()} CPUs)")
-    path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2))
-    print(f"wrote {path}")
+    reporting.write(args.json, report)
     return 1 if failed and not args.no_fail else 0
 
 

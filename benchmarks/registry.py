@@ -26,6 +26,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import reporting  # noqa: E402
 import labkit  # noqa: E402
 from labkit.schemas import new_subject, try_register  # noqa: E402
 from labkit.services import registry  # noqa: E402
@@ -124,16 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     for key, limit in TARGETS.items():
         value = summary[key]["median"]
-        ok = value <= limit
-        failed |= not ok
-        print(f"  {'PASS' if ok else 'FAIL'}: median {key} {value:.1f} (target <= {limit:g})")
-    report = {"machine": {"cpus": psutil.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
-                          "load_average_before": load_before, "load_average_after": load_after},
+        failed |= not reporting.meets(f"median {key}", value, limit)
+    report = {"machine": reporting.machine(load_average_before=load_before, load_average_after=load_after),
               "apicurio": registry.APICURIO_VERSION, "runs": runs, "summary": summary}
-    path = Path(args.json)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2))
-    print(f"\nwrote {path}")
+    reporting.write(args.json, report)
     return 1 if failed and not args.no_fail else 0
 
 

@@ -171,15 +171,22 @@ def create_topic(admin: AdminClient, name: str, partitions: int = 3, replication
     """Create a topic and wait until the controller has accepted it."""
     cfg = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (config or {}).items()}
     new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=cfg)
-    futures = admin.create_topics([new], operation_timeout=timeout, request_timeout=timeout)
-    try:
-        futures[name].result(timeout=timeout)
-    except KafkaException as exc:
-        err = exc.args[0]
-        if exist_ok and err.name() == "TOPIC_ALREADY_EXISTS":
+    for attempt in (1, 2):
+        futures = admin.create_topics([new], operation_timeout=timeout, request_timeout=timeout)
+        try:
+            futures[name].result(timeout=timeout)
             return
-        raise ClusterStateError(f"Could not create topic {name!r}: {err.str()}",
-                                "Check the partition count, replication factor (<= live brokers) and configs.") from exc
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.code() == KafkaError._DESTROY_BROKER and attempt == 1:
+                # A fresh client's first request can go out on a bootstrap connection that librdkafka retires
+                # once it has learned the brokers; the request may have reached the controller: ask again.
+                exist_ok = True
+                continue
+            if exist_ok and err.name() == "TOPIC_ALREADY_EXISTS":
+                return
+            raise ClusterStateError(f"Could not create topic {name!r}: {err.str()}",
+                                    "Check the partition count, replication factor (<= live brokers) and configs.") from exc
 
 
 def delete_topic(admin: AdminClient, name: str, timeout: float = 15.0) -> None:

@@ -25,6 +25,8 @@ RULES = Rules()
 CLUSTER = "single-broker"
 SHARE_CLUSTER = True
 
+# The notebook shows the learner the same schema and changes: they are repeated here on purpose, because the
+# grader must not take its test data from the learner's kernel, where they could be edited.
 BASE = {"type": "record", "name": "Payment", "namespace": "bank", "fields": [
     {"name": "id", "type": "string"},
     {"name": "account", "type": "string"},
