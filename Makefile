@@ -9,7 +9,8 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 # make test runs the tiers (unit, integration, notebook, browser: see the README) over JOBS pytest workers;
 # most of a lesson's time is waiting on a real cluster: with 3 workers the 2 cores were 84 % busy, 4 fill them.
-# loadgroup hands each worker one test at a time, longest first (tests/conftest.py), the browser tests as one group.
+# loadgroup: tests sharing a costly fixture (the session cluster, a module's secured cluster, JupyterLab) run in one
+# worker, the rest one at a time, longest first (tests/conftest.py).
 JOBS ?= 4
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -1,4 +1,5 @@
-"""Shared fixtures: one real three-broker cluster per test session for integration tests.
+"""Shared fixtures: one real three-broker cluster per test session for integration tests (under pytest-xdist,
+the tests that use it run in one worker: see ``_shared_group``).
 
 Tests that break brokers on purpose start their own cluster (``fresh_cluster``)
 so the shared one stays healthy. Names carry a unique suffix so tests never collide.
@@ -100,13 +101,31 @@ def pytest_unconfigure(config):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _shared_group(item) -> str | None:
+    """The worker group of a test that shares a costly fixture, so that under pytest-xdist the fixture starts once:
+    every test on the session cluster (Spark's session rides on it) in one group, and the tests of a module that
+    share a module-scoped fixture (a secured cluster, a Connect worker, JupyterLab and Chromium) in one per module.
+    Spread over four workers, each would start its own copy, and a session cluster idles for the whole run."""
+    if "cluster" in item.fixturenames:
+        return "session-cluster"
+    defs = item._fixtureinfo.name2fixturedefs
+    if any(defs[name][-1].scope == "module" for name in item.fixturenames if defs.get(name)):
+        return item.nodeid.split("::")[0]
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    # With workers (make test: pytest-xdist, --dist loadgroup), the longest tests start first so none is left
-    # running alone at the end: the browser group (one JupyterLab and one Chromium for all its tests), then the
-    # lessons, the exercises' gradings, the other integration tests, the unit tests. In one process, the
-    # reverse: cluster-free tests first, fast feedback before the slow ones. (A worker process has
-    # ``workerinput``; it does not see ``-n``.)
+    # With workers (make test: pytest-xdist, --dist loadgroup) the groups above go first, biggest first (xdist's
+    # order), then one test at a time, longest first, so none is left running alone at the end: the lessons,
+    # the exercises' gradings, the other integration tests, the unit tests. In one process, the reverse:
+    # cluster-free tests first, fast feedback before the slow ones. (A worker has ``workerinput``, not ``-n``.)
     workers = hasattr(config, "workerinput") or bool(getattr(config.option, "numprocesses", None))
+    if workers:
+        for item in items:
+            group = _shared_group(item)
+            if group:
+                item.add_marker(pytest.mark.xdist_group(group))
 
     def rank(item):
         if item.get_closest_marker("browser"):

@@ -37,8 +37,7 @@ from checked_outputs import differences, sanitize_patterns
 from conftest import BROWSER_LESSONS, REPO, java_pids_of
 from labkit import lab
 
-# one group: under pytest-xdist (--dist loadgroup) one worker runs them all on one JupyterLab and one Chromium
-pytestmark = [pytest.mark.browser, pytest.mark.notebook, pytest.mark.xdist_group("browser")]
+pytestmark = [pytest.mark.browser, pytest.mark.notebook]
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
