@@ -85,8 +85,11 @@ def pytest_configure(config):
     import tempfile
 
     # The learner's record (predictions, lessons done) goes to a scratch dir, never the real one; and every
-    # test process (each pytest-xdist worker too) keeps its clusters' directories in one of its own, so a
-    # test that looks for leftovers never sees another worker's live cluster.
+    # process that runs tests (each pytest-xdist worker too) keeps its clusters' directories in one of its own,
+    # so a test that looks for leftovers never sees another worker's live cluster. pytest-xdist's controller runs
+    # no test and makes none: its workers would inherit its directories through the environment.
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return
     for name in ("LABKIT_STATE_DIR", "LABKIT_DATA_DIR"):
         if not os.environ.get(name):
             scratch = Path(tempfile.mkdtemp(prefix=f"labkit-test-{name[7:].lower()}-"))
