@@ -40,12 +40,18 @@ def matches_real_consumers(ns):
     rng = random.Random()
     tag = unique("ra")
     topics = {}
+    # Built so that no shortcut passes by chance (the random layouts of hidden_layouts cover the rest): every topic
+    # has at least as many partitions as there are members, everyone reads the first topic, the first member
+    # reads every topic and the second member not all of them. Then giving everyone every topic hands the second
+    # member a partition it never subscribed to, and members in any order but sorted change the first topic's ranges.
     for name in "abc"[: rng.randint(2, 3)]:
-        n = rng.randint(1, 7)
+        n = rng.randint(4, 7)
         topics[cluster.create_topic(f"{tag}-{name}", partitions=n)] = n
     names = sorted(topics)
-    subscriptions = [rng.sample(names, rng.randint(1, len(names))) for _ in range(rng.randint(2, 4))]
-    subscriptions[0] = names  # every topic has a reader
+    subscriptions = [[names[0]] + rng.sample(names[1:], rng.randint(0, len(names) - 1))
+                     for _ in range(rng.randint(2, 4))]
+    subscriptions[0] = names
+    subscriptions[1] = [names[0]] + rng.sample(names[1:], rng.randint(0, len(names) - 2))
     expected = sum(topics.values())
     consumers = [cluster.consumer(tag, partition_assignment_strategy="range", session_timeout_ms=6000)
                  for _ in subscriptions]
@@ -67,8 +73,9 @@ def matches_real_consumers(ns):
         else:
             raise AssertionError(f"the consumer group did not settle within 90 s (last assignment {now})")
         subs = {c.memberid(): subscribed for c, subscribed in zip(consumers, subscriptions)}
-        members = list(subs)
-        rng.shuffle(members)
+        members = sorted(subs)
+        while members == sorted(members):  # never in the order range sorts them into: unsorted must not pass
+            rng.shuffle(members)
         got = checks.as_tuples(ns.range_assign(members, subs, topics))
         assert got == now, f"real consumers subscribed to {subs} received {now}, range_assign predicted {got}"
     finally:
