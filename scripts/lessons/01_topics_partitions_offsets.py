@@ -348,6 +348,9 @@ while cluster.describe_topic(rolling)[0].log_start_offset == start_before and ti
     p.produce(rolling, key="tick", value=b"still writing")
     p.flush(5)
     time.sleep(0.5)
+# retention back to Kafka's default at once: nothing more goes while we look at what is left
+cluster.tool("kafka-configs", "--alter", "--entity-type", "topics", "--entity-name", rolling,
+             "--delete-config", "retention.ms")
 after = cluster.describe_topic(rolling)[0]
 print(f"log start offset: {start_before} -> {after.log_start_offset}   (high watermark {after.high_watermark})")
 list_segments(cluster, rolling).query("kind == 'log'")
@@ -367,7 +370,8 @@ q_retention.reveal(len(old_kept) > 0, f"{len(old_kept)} of the 3,500 survive: re
 nb.md("""
 A consumer that was behind the new log start offset has lost those records: its next fetch is
 out of range, and `auto.offset.reset` decides where it restarts (lesson 06). And the old records
-you still see will go the same way once their segment holds nothing newer than three seconds.
+you still see would have gone the same way once their segment held nothing newer than three seconds
+(the loop above set retention back to the default, so here they stay).
 """)
 
 nb.md("""
