@@ -25,9 +25,9 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import reporting  # noqa: E402
-import labkit  # noqa: E402
-from labkit.backends.native import NativeCluster  # noqa: E402
+from benchmarks import reporting
+import labkit
+from labkit.backends.native import NativeCluster
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGETS = {"three-brokers": {"ready_s": 3.0, "rss_mb": 600.0}, "single-broker": {"ready_s": 1.5, "rss_mb": 600.0},
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-fail", action="store_true", help="exit 0 even when a target is missed")
     args = parser.parse_args(argv)
     dist = labkit.ensure_distribution(progress=True)
-    from labkit import classdata
+    from labkit.runtime import classdata
 
     archives = {kind: (path.name if path else None) for kind, path in classdata.status(dist).items()}
     missing = [kind for kind, name in archives.items() if name is None]

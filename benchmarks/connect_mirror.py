@@ -25,9 +25,9 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import reporting  # noqa: E402
-import labkit  # noqa: E402
-from labkit.services import mirror as mm  # noqa: E402
+from benchmarks import reporting
+import labkit
+from labkit.services import mirror as mm
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGETS = {"worker_rss_mb_mirroring": 300.0}
@@ -44,7 +44,7 @@ def one_run() -> dict:
         producer = primary.producer(acks="all")
         producer.produce(topic, value=b"first")
         producer.flush(10)
-        worker = dr.connect()
+        worker = dr.connect_worker()
         proc = psutil.Process(worker.process.pid)
         cpu = proc.cpu_times()
         worker_cpu = cpu.user + cpu.system

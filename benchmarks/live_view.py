@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import psutil  # noqa: E402
+import psutil
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCENARIOS = {"quiet": {"refresh": 1.0, "produce": False}, "busy": {"refresh": 0.25, "produce": True}}

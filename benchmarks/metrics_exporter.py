@@ -25,12 +25,12 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import reporting  # noqa: E402
-from labkit import classdata, metrics  # noqa: E402
-from labkit.backends.native import NativeCluster  # noqa: E402
-from labkit.distribution import ensure_distribution  # noqa: E402
-from labkit.environment import kafka_spec  # noqa: E402
-from labkit.processes import free_ports  # noqa: E402
+from benchmarks import reporting
+from labkit.runtime import classdata, metrics
+from labkit.backends.native import NativeCluster
+from labkit.runtime.distribution import ensure_distribution
+from labkit.runtime.environment import kafka_spec
+from labkit.runtime.processes import free_ports
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -30,9 +30,9 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import reporting  # noqa: E402
-import labkit  # noqa: E402
-from labkit import perf  # noqa: E402
+from benchmarks import reporting
+import labkit
+from labkit import perf
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET = 0.7

@@ -26,10 +26,10 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import reporting  # noqa: E402
-import labkit  # noqa: E402
-from labkit.schemas import new_subject, try_register  # noqa: E402
-from labkit.services import registry  # noqa: E402
+from benchmarks import reporting
+import labkit
+from labkit.schemas import new_subject, try_register
+from labkit.services import registry
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGETS = {"rss_mb_after_workload": 300.0}

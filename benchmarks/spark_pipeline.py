@@ -52,7 +52,7 @@ from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import psutil  # noqa: E402
+import psutil
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TRIGGERS = {"default": None, "1s": "1 second"}
@@ -281,7 +281,7 @@ def run_child(args: argparse.Namespace, run: int) -> dict:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)  # our own child's process group (the cluster's watchdog cleans up brokers)
             proc.wait()
-            raise RuntimeError(f"run {run} took more than {RUN_TIMEOUT_S:.0f} s")
+            raise RuntimeError(f"run {run} took more than {RUN_TIMEOUT_S:.0f} s") from None
         if code != 0 or not out.exists():
             raise RuntimeError(f"run {run} failed (exit {code}); see its output above")
         result = json.loads(out.read_text())

@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient
 from . import admin as _admin
 from .errors import ClusterStateError, SecurityError, UnsupportedOperation, WaitTimeout
 from .records import Record, read_all
-from .tools import ToolResult, run_tool
+from .runtime.tools import ToolResult, run_tool
 from .waiting import Wait
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from .services.connect import ConnectWorker
     from .services.registry import SchemaRegistry
-    from .widgets import ClusterView
+    from .view.widgets import ClusterView
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class Cluster:
         for hook in hooks:
             try:
                 hook()
-            except Exception:  # noqa: BLE001 - stopping goes on whatever a hook does
+            except Exception:
                 log.warning("a stop hook failed", exc_info=True)
 
     # ---- what every backend provides
@@ -275,7 +275,7 @@ class Cluster:
         assert self._registry is not None
         return self._registry.client()
 
-    def connect(self, wait: bool = True, **settings: Any) -> "ConnectWorker":
+    def connect_worker(self, wait: bool = True, **settings: Any) -> "ConnectWorker":
         """This cluster's Kafka Connect worker, started on first use (:mod:`labkit.services.connect`):
         a client for its REST API. ``wait=False`` returns while the JVM starts (calls wait for it);
         ``settings`` are worker settings for a new worker."""
@@ -289,8 +289,8 @@ class Cluster:
         return worker
 
     def view(self, topics: Optional[list[str]] = None, **options: Any) -> "ClusterView":
-        """A live dashboard of this cluster for notebooks (:class:`labkit.widgets.ClusterView`)."""
-        from .widgets import ClusterView  # the dashboard pulls in ipywidgets: only when a view is asked for
+        """A live dashboard of this cluster for notebooks (:class:`labkit.view.widgets.ClusterView`)."""
+        from .view.widgets import ClusterView  # the dashboard pulls in ipywidgets: only when a view is asked for
 
         return ClusterView(self, topics=topics, **options)
 
@@ -331,7 +331,7 @@ class Cluster:
         """Make a broker advertise ``address`` for ``listener`` (``None``: its own); restarts it. Native only."""
         raise self._unsupported("Changing what a broker advertises")
 
-    # ---- metrics (labkit.metrics: the Prometheus JMX exporter in every broker JVM)
+    # ---- metrics (labkit.runtime.metrics: the Prometheus JMX exporter in every broker JVM)
     def metrics_endpoints(self) -> dict[int, str]:
         """Broker id -> the URL its metrics exporter serves (none on a cluster labkit did not start)."""
         return {}
@@ -339,7 +339,7 @@ class Cluster:
     def metrics(self, match: Optional[str] = None, brokers: Optional[list[int]] = None) -> "pd.DataFrame":
         """Every metric the running brokers' exporters serve now, one row per sample: ``broker``, ``metric``,
         ``labels``, ``value`` (``match``: only metric names containing it)."""
-        from .metrics import scrape_cluster
+        from .runtime.metrics import scrape_cluster
 
         return scrape_cluster(self, match=match, brokers=brokers)
 

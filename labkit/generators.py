@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from confluent_kafka import Producer
 
-    from .cluster import Cluster
+    from .runtime.protocols import ClusterLike
 
 #: Event time of the first event of every generated stream (a round minute, UTC).
 BASE_TIME = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)
@@ -265,7 +265,7 @@ def expected_window_counts(events: Iterable[PageView], window: str = "1 minute",
             if not closed_only or start + window_ms <= final}
 
 
-def counts_frame(counts: WindowCounts) -> "pd.DataFrame":
+def window_counts_frame(counts: WindowCounts) -> "pd.DataFrame":
     """``{(window start, page): n}`` as a table sorted by window and page (columns window_start, page, count)."""
     import pandas as pd
 
@@ -277,7 +277,7 @@ def counts_frame(counts: WindowCounts) -> "pd.DataFrame":
 # ---------------------------------------------------------------- producing
 
 
-def send(target: Union["Cluster", "Producer", str], topic: str, events: Sequence[PageView],
+def send(target: Union["ClusterLike", "Producer", str], topic: str, events: Sequence[PageView],
          rate: Optional[float] = None, timeout: float = 30.0) -> list[PageView]:
     """Produce ``events`` to ``topic`` (key = page, value = JSON), ``rate`` events/s (None: as fast as possible).
 
@@ -319,3 +319,8 @@ def send(target: Union["Cluster", "Producer", str], topic: str, events: Sequence
                           + (f" ({failures[0]})" if failures else "") + ".",
                           "Check that the cluster is running and the topic exists.")
     return list(events)
+
+
+#: The name learner copies of streaming_aggregation made before the rename import (``labkit.producing.counts_frame``
+#: is the other table of counts: records acknowledged, lost and duplicated).
+counts_frame = window_counts_frame

@@ -6,7 +6,7 @@
     groupviz.rebalance_timeline(group.events())            # who held what, when (labkit.workloads members)
     groupviz.rebalance_table(group.events(), since, until) # who stopped, and for how long
 
-The figures are built from plain data (a :class:`~labkit.groupread.GroupView`, a list of
+The figures are built from plain data (a :class:`~labkit.view.groupread.GroupView`, a list of
 :class:`~labkit.workloads.MemberEvent`), so they can be tested without a broker and
 drawn from a snapshot taken before a change next to one taken after it.
 """
@@ -20,8 +20,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .errors import LabkitError
-from .groupread import GroupView
-from .snapshot import read_groups
+from .view.groupread import GroupView
+from .view.snapshot import read_groups
 from .workloads import MemberEvent
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ Assignment = Mapping[str, Iterable[tuple[str, int]]]
 def read_group(cluster: "Cluster", group_id: str, timeout: float = 5.0) -> GroupView:
     """The group as the broker reports it: members, their partitions, committed and log-end offsets.
 
-    Read through the cluster's group reader (a child process kept for the cluster, see :mod:`labkit.groupread`).
+    Read through the cluster's group reader (a child process kept for the cluster, see :mod:`labkit.view.groupread`).
     """
     found = read_groups(cluster, [group_id], timeout=timeout)
     view = found[0] if found else None
@@ -205,7 +205,7 @@ def rebalance_timeline(events: Events, t0: Optional[float] = None, until: Option
                         subplot_titles=[t for t in panels] if len(panels) > 1 else None)
     shown: set[str] = set()
     rows_total = 0
-    for row, (name, evs) in enumerate(panels.items(), start=1):
+    for row, (_name, evs) in enumerate(panels.items(), start=1):
         held = holdings(evs, until)
         topics = {h.topic for h in held}
         labels = sorted({(h.topic, h.partition) for h in held})
@@ -240,7 +240,7 @@ def assignment_heatmap(group: Union[GroupView, Assignment], partitions: Optional
                        title: Optional[str] = None) -> go.Figure:
     """Members (rows) x partitions (columns): a filled cell where the member owns the partition.
 
-    ``group``: a :class:`~labkit.widgets.GroupView` (see :func:`read_group`) or ``{member: [(topic, p)]}``.
+    ``group``: a :class:`~labkit.view.widgets.GroupView` (see :func:`read_group`) or ``{member: [(topic, p)]}``.
     ``partitions``: the columns (default: every partition some member owns).
     """
     assignment = assignment_of(group) if isinstance(group, GroupView) else {m: sorted(v) for m, v in group.items()}

@@ -246,8 +246,8 @@ def java_reference_murmur2(keys: Iterable[Union[bytes, str]]) -> list[int]:
     Launches the small ``labkit/java/Murmur2.java`` with the cached Kafka jars on its
     class path; one JVM for all keys (about a second).
     """
-    from .distribution import ensure_distribution
-    from .jvm import find_java
+    from .runtime.distribution import ensure_distribution
+    from .runtime.jvm import find_java
 
     data = [_key_bytes(k) for k in keys]
     if any(d is None for d in data):

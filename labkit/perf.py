@@ -1,7 +1,7 @@
 """Throughput and latency, measured the same way for Kafka's Java perf tools and the Python client.
 
 ``kafka-producer-perf-test`` and ``kafka-consumer-perf-test`` (from the cached jars,
-through :mod:`labkit.tools`) print one summary line each; :func:`java_producer` and
+through :mod:`labkit.runtime.tools`) print one summary line each; :func:`java_producer` and
 :func:`java_consumer` run them and parse it. :func:`python_producer` and
 :func:`python_consumer` measure the confluent-kafka client on the same terms: the
 same payload (random upper-case letters, as the Java tool sends), the clock started

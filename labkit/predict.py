@@ -10,7 +10,7 @@
 
 A prediction is a number (right within ``tolerance``, or ``within`` a fraction of the
 outcome), a choice, or a yes/no; a ``judge(prediction, outcome)`` function decides anything
-else. Predictions and outcomes are kept per learner on this machine (:mod:`labkit.learner`);
+else. Predictions and outcomes are kept per learner on this machine (:mod:`labkit.runtime.learner`);
 re-running the cell shows the prediction already locked in. Headless runs (papermill, nbval,
 the grader) never wait: a question nobody answered counts as skipped.
 """
@@ -21,7 +21,7 @@ import html
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from . import learner
+from .runtime import learner
 
 #: Prediction ids asked in this kernel, per lesson, in order (the summary's "of N").
 _ASKED: dict[str, list[str]] = {}

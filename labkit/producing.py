@@ -23,7 +23,7 @@ from .errors import LabkitError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .cluster import Cluster
+    from .runtime.protocols import OwnedClusterLike
 
 
 def record_id(i: int, tag: str = "id") -> bytes:
@@ -61,7 +61,7 @@ class ProduceCount:
         return pd.DataFrame([self.as_row()]).to_html(index=False)
 
 
-def produce_and_count(cluster: "Cluster", topic: str, count: int = 200,
+def produce_and_count(cluster: "OwnedClusterLike", topic: str, count: int = 200,
                       actions: Optional[Mapping[int, Callable[[], Any]]] = None, pace: float = 0.0,
                       flush_timeout: float = 90.0, isolation_level: str = "read_uncommitted",
                       keyed: bool = True, **producer_config: Any) -> ProduceCount:
@@ -135,7 +135,7 @@ def out_of_order(stored: Sequence[tuple[int, bytes]]) -> int:
     return late
 
 
-def produce_through_refusals(cluster: "Cluster", topic: str, runs: Mapping[str, Mapping[str, Any]],
+def produce_through_refusals(cluster: "OwnedClusterLike", topic: str, runs: Mapping[str, Mapping[str, Any]],
                              count: int = 3000, refusals: int = 8, hold: float = 0.3,
                              pace: float = 0.0005) -> dict[str, ProduceCount]:
     """For each of ``runs`` (label -> producer settings), produce ``count`` numbered records (``acks=all``)

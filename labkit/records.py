@@ -22,7 +22,7 @@ from .waiting import Wait
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .protocols import ClusterLike
+    from .runtime.protocols import ClusterLike
 
 
 @dataclass(frozen=True)

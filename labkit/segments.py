@@ -27,7 +27,7 @@ from .errors import ClusterStateError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .cluster import Cluster
+    from .runtime.protocols import OwnedClusterLike
 
 _FIELD = re.compile(r"(\w+): (\S*)")
 _OFFSET_ENTRY = re.compile(r"^offset: (\d+) position: (\d+)$")
@@ -65,7 +65,7 @@ class Batch:
     records: list[StoredRecord] = field(default_factory=list)
 
 
-def partition_dir(cluster: "Cluster", topic: str, partition: int = 0, broker_id: Optional[int] = None) -> Path:
+def partition_dir(cluster: "OwnedClusterLike", topic: str, partition: int = 0, broker_id: Optional[int] = None) -> Path:
     """The directory of ``topic``-``partition`` on ``broker_id`` (default: the partition's leader)."""
     topic = cluster.topic_name(topic)
     if broker_id is None:
@@ -80,7 +80,7 @@ def partition_dir(cluster: "Cluster", topic: str, partition: int = 0, broker_id:
     return path
 
 
-def list_segments(cluster: "Cluster", topic: str, partition: int = 0,
+def list_segments(cluster: "OwnedClusterLike", topic: str, partition: int = 0,
                   broker_id: Optional[int] = None) -> "pd.DataFrame":
     """The files of one partition: one row per file with its base offset, kind and size in bytes."""
     import pandas as pd
@@ -95,7 +95,7 @@ def list_segments(cluster: "Cluster", topic: str, partition: int = 0,
     return frame
 
 
-def segment_files(cluster: "Cluster", topic: str, partition: int = 0, broker_id: Optional[int] = None) -> list[Path]:
+def segment_files(cluster: "OwnedClusterLike", topic: str, partition: int = 0, broker_id: Optional[int] = None) -> list[Path]:
     """The ``.log`` files of a partition, oldest first (the last one is the active segment)."""
     return sorted(partition_dir(cluster, topic, partition, broker_id).glob("*.log"))
 
@@ -126,13 +126,13 @@ def parse_dump(text: str) -> list[Batch]:
     return batches
 
 
-def dump_segment(cluster: "Cluster", path: Path | str) -> list[Batch]:
+def dump_segment(cluster: "OwnedClusterLike", path: Path | str) -> list[Batch]:
     """Run Kafka's ``kafka-dump-log`` on a segment file and return its batches with their records."""
     result = cluster.tool("kafka-dump-log", "--files", str(path), "--print-data-log")
     return parse_dump(result.stdout)
 
 
-def dump_partition(cluster: "Cluster", topic: str, partition: int = 0, broker_id: Optional[int] = None) -> list[Batch]:
+def dump_partition(cluster: "OwnedClusterLike", topic: str, partition: int = 0, broker_id: Optional[int] = None) -> list[Batch]:
     """Every batch of every segment of a partition, oldest first."""
     files = segment_files(cluster, topic, partition, broker_id)
     if not files:
@@ -303,7 +303,7 @@ def parse_index_dump(text: str) -> tuple[list[OffsetIndexEntry], list[TimeIndexE
     return offsets, times
 
 
-def dump_indexed_segment(cluster: "Cluster", log_file: Path | str) -> IndexedSegment:
+def dump_indexed_segment(cluster: "OwnedClusterLike", log_file: Path | str) -> IndexedSegment:
     """Run ``kafka-dump-log`` once on a segment's ``.log``, ``.index`` and ``.timeindex``; parse all three."""
     log_file = Path(log_file)
     index, timeindex = index_files(log_file)

@@ -5,15 +5,18 @@
     python scripts/build_notebooks.py --no-execute    # generate only (outputs left empty)
 
 A lesson's ``.py`` source builds its notebook (``labkit.authoring``), written to
-``notebooks/<name>.ipynb`` with no outputs. Then the notebook is executed headless with papermill and the outputs of the cells marked
-``# NBVAL_CHECK_OUTPUT`` are copied back into it (stderr dropped): those are the
-reference outputs nbval compares against in ``make test``. All other cells stay
-empty, so a learner opens a clean notebook.
+``notebooks/<name>.ipynb`` with no outputs at all: a learner opens a clean notebook, with no
+answer on the page before its question and no other run's results. Then the notebook is
+executed headless with papermill and the outputs of the cells marked
+``# NBVAL_CHECK_OUTPUT`` (stderr dropped) are stored with the tests, in
+``tests/lesson_outputs/<name>.json``: the reference outputs ``make test`` compares each run
+with (``tests/checked_outputs.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -27,6 +30,7 @@ from labkit.authoring import read_source
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = ROOT / "scripts" / "lessons"
 NOTEBOOKS = ROOT / "notebooks"
+REFERENCE = ROOT / "tests" / "lesson_outputs"
 CHECK_MARK = "# NBVAL_CHECK_OUTPUT"
 
 
@@ -48,21 +52,18 @@ def generate(source: Path) -> Path:
 
 
 def store_checked_outputs(notebook: Path, executed: Path) -> int:
-    """Copy outputs of the check-marked cells from ``executed`` into ``notebook``; returns how many."""
+    """Store the outputs of ``executed``'s check-marked cells as ``notebook``'s reference; returns how many."""
     nb = nbformat.read(notebook, as_version=4)
     done = nbformat.read(executed, as_version=4)
-    count = 0
-    for cell, ran in zip(nb.cells, done.cells):
-        if cell.cell_type != "code":
-            continue
-        if cell.source.startswith(CHECK_MARK):
-            cell.outputs = [o for o in ran.outputs if not (o.output_type == "stream" and o.name == "stderr")]
-            cell.execution_count = ran.execution_count
-            count += 1
-        else:
-            cell.outputs, cell.execution_count = [], None
-    nbformat.write(nb, str(notebook))
-    return count
+    cells = []
+    for index, (cell, ran) in enumerate(zip(nb.cells, done.cells)):
+        if cell.cell_type == "code" and cell.source.startswith(CHECK_MARK):
+            outputs = [o for o in ran.outputs if not (o.output_type == "stream" and o.name == "stderr")]
+            cells.append({"index": index, "id": cell.get("id"), "outputs": outputs})
+    REFERENCE.mkdir(exist_ok=True)
+    path = REFERENCE / (notebook.stem + ".json")
+    path.write_text(json.dumps({"notebook": notebook.name, "cells": cells}, indent=1, sort_keys=True) + "\n")
+    return len(cells)
 
 
 def execute(notebook: Path) -> Path:
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         stored = store_checked_outputs(notebook, executed)
         print(f"built {notebook.relative_to(ROOT)}: ran in {time.monotonic() - start:.0f} s, "
               f"{stored} checked output(s) stored")
-    from labkit import startpage
+    from labkit.app import startpage
 
     startpage.main([])
     return 0

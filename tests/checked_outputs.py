@@ -1,7 +1,8 @@
 """Compare a lesson's checked cells (``# NBVAL_CHECK_OUTPUT``) between two runs, as nbval's lax mode does.
 
-Each lesson is executed once per test run (papermill); its executed copy is then
-compared with the reference outputs stored in the committed notebook, cell by
+Each lesson is executed once per test run (papermill, or Chromium for the browser lessons); its
+executed copy is then compared with the reference outputs ``scripts/build_notebooks.py`` stored in
+``tests/lesson_outputs/<lesson>.json`` (the committed notebooks carry no outputs), cell by
 cell, with nbval's own rules: streams are merged per name, every output field and
 every MIME type of ``data`` is compared after the sanitizer (``nbval_sanitize.cfg``)
 replaced what legitimately differs between runs (ports, ids, durations), and the
@@ -12,14 +13,17 @@ librdkafka logs broker disconnects from its own threads into whichever cell runs
 from __future__ import annotations
 
 import configparser
+import json
 import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
+import nbformat
 from nbval.plugin import coalesce_streams
 
 CHECK_MARK = "# NBVAL_CHECK_OUTPUT"
+REFERENCE = Path(__file__).resolve().parent / "lesson_outputs"
 #: What nbval does not compare (its IPyNbFile.skip_compare, images included since nbdime is off).
 SKIP = frozenset({"metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
                   "application/vnd.jupyter.widget-view+json", "image/png", "image/jpeg"})
@@ -57,20 +61,27 @@ def _flatten(outputs: Iterable[Any], patterns: list[tuple[re.Pattern[str], str]]
     return flat
 
 
-def differences(reference: Any, executed: Any, patterns: list[tuple[re.Pattern[str], str]]) -> list[str]:
-    """One line per checked cell whose outputs differ (empty: they all match)."""
+def reference_outputs(stem: str) -> dict[int, list[Any]]:
+    """The stored outputs of lesson ``stem``'s checked cells: cell index -> outputs."""
+    data = json.loads((REFERENCE / f"{stem}.json").read_text())
+    return {int(cell["index"]): [nbformat.from_dict(o) for o in cell["outputs"]] for cell in data["cells"]}
+
+
+def differences(reference: dict[int, list[Any]], executed: Any, patterns: list[tuple[re.Pattern[str], str]]) -> list[str]:
+    """One line per checked cell whose outputs differ from ``reference`` (empty: they all match)."""
     found = []
-    for index, (ref, ran) in enumerate(zip(reference.cells, executed.cells)):
-        if ref.cell_type != "code" or not ref.source.startswith(CHECK_MARK):
-            continue
-        want, got = _flatten(ref.outputs, patterns), _flatten(ran.outputs, patterns)
+    checked = {i for i, c in enumerate(executed.cells) if c.cell_type == "code" and c.source.startswith(CHECK_MARK)}
+    if checked != set(reference):
+        found.append(f"the checked cells are {sorted(checked)} but references are stored for {sorted(reference)}: "
+                     "rebuild the lesson (scripts/build_notebooks.py)")
+    for index in sorted(checked & set(reference)):
+        ran = executed.cells[index]
+        want, got = _flatten(reference[index], patterns), _flatten(ran.outputs, patterns)
         if want == got:
             continue
-        first = ref.source.splitlines()[1] if "\n" in ref.source else ""
+        first = ran.source.splitlines()[1] if "\n" in ran.source else ""
         keys = sorted(set(want) | set(got))
         detail = next((f"{k}: stored {want.get(k)!r:.300} but ran {got.get(k)!r:.300}" for k in keys
                        if want.get(k) != got.get(k)), "")
         found.append(f"cell {index + 1} ({first!r}): {detail}")
-    if len(reference.cells) != len(executed.cells):
-        found.append(f"the executed notebook has {len(executed.cells)} cells, the stored one {len(reference.cells)}")
     return found

@@ -1,6 +1,6 @@
 """The lab in a real browser: JupyterLab on loopback, driven by Playwright in headless Chromium.
 
-The server is started the way ``labkit lab`` starts it (:mod:`labkit.lab`: its settings,
+The server is started the way ``labkit lab`` starts it (:mod:`labkit.app.lab`: its settings,
 its workspace, the learner's personal start page), on a copy of ``notebooks/``.
 
 * The first screen: the rendered start page (lessons, exercises, the learner's progress),
@@ -33,9 +33,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from checked_outputs import differences, sanitize_patterns
+from checked_outputs import differences, reference_outputs, sanitize_patterns
 from conftest import BROWSER_LESSONS, REPO, java_pids_of
-from labkit import lab
+from labkit.app import lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.notebook]
 
@@ -143,7 +143,7 @@ def _accept_kernel_dialog(page) -> None:
     """JupyterLab may ask which kernel to start; the notebook's own (Python 3) is preselected."""
     try:
         page.wait_for_selector(".jp-Dialog .jp-mod-accept", timeout=5_000)
-    except Exception:
+    except Exception:  # noqa: BLE001 - no dialog came: nothing to dismiss
         return
     page.locator(".jp-Dialog .jp-mod-accept").first.click()
 
@@ -260,7 +260,7 @@ def test_lesson_runs_and_renders_in_chromium(lesson, jupyterlab, browser, output
     assert all(c.execution_count for c in saved.cells if c.cell_type == "code")
     (output_dir / "notebooks").mkdir(parents=True, exist_ok=True)
     nbformat.write(saved, str(output_dir / "notebooks" / notebook.name))  # this run's executed copy
-    differ = differences(nbformat.read(REPO / "notebooks" / notebook.name, as_version=4), saved,
+    differ = differences(reference_outputs(notebook.stem), saved,
                          sanitize_patterns(REPO / "tests" / "nbval_sanitize.cfg"))
     assert not differ, f"checked outputs of {notebook.name} differ from the stored ones:\n" + "\n".join(differ)
     deadline = time.monotonic() + 15

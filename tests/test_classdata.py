@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import labkit
-from labkit import classdata
-from labkit.distribution import Distribution, ensure_distribution
+from labkit.runtime import classdata
+from labkit.runtime.distribution import Distribution, ensure_distribution
 
 
 @pytest.fixture

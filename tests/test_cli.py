@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from labkit.cli import build_parser, main
+from labkit.app.cli import build_parser, main
 
 
 def run(*args, env=None, timeout=180):
-    return subprocess.run([sys.executable, "-m", "labkit.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "labkit.app.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 

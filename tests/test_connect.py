@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import labkit
-from labkit.clusterset import COLOURS, ClusterSet
+from labkit.backends.clusterset import COLOURS, ClusterSet
 from labkit.errors import BackendError, LabkitError
 from labkit.services import connect as lc
 from labkit.services import mirror as mm
@@ -95,7 +95,7 @@ def test_cluster_names_must_be_distinct_and_clusters_their_own():
 
 
 def test_a_named_clusters_view_carries_its_name_and_colour():
-    from labkit.render import cluster_heading_html
+    from labkit.view.render import cluster_heading_html
 
     assert cluster_heading_html(None, None) == ""
     assert "primary" in cluster_heading_html("primary", "#1f77b4") and "#1f77b4" in cluster_heading_html("primary",
@@ -116,7 +116,7 @@ def test_plugin_jars_are_only_what_kafkas_lib_dir_lacks():
 def worker():
     c = labkit.start_cluster("single-broker", progress=False)
     try:
-        yield c.connect()
+        yield c.connect_worker()
     finally:
         c.stop()
 
@@ -135,7 +135,7 @@ def test_the_plugins_are_three_small_jars_in_the_cache():
 @pytest.mark.integration
 def test_a_worker_is_ready_small_and_keeps_its_state_in_kafka(worker):
     assert worker.ready_seconds is not None and worker.running
-    assert worker.cluster.connect() is worker, "one worker per cluster"
+    assert worker.cluster.connect_worker() is worker, "one worker per cluster"
     assert worker.info()["version"] == labkit.ensure_distribution(progress=False).version
     kinds = {p["class"].rsplit(".", 1)[-1] for p in worker.plugins()}
     assert {"FileStreamSourceConnector", "FileStreamSinkConnector", "MirrorSourceConnector",
@@ -244,7 +244,7 @@ def test_avro_through_the_registry_reaches_a_sink_as_structs(worker, tmp_path, u
 @pytest.mark.integration
 def test_a_worker_stops_with_its_cluster(jvm_pids):
     c = labkit.start_cluster("single-broker", progress=False)
-    worker = c.connect()
+    worker = c.connect_worker()
     marker = str(c.data_dir)
     assert any(lc.MAIN_CLASS in Path(f"/proc/{p}/cmdline").read_text() for p in jvm_pids(marker))
     c.stop()
@@ -255,7 +255,7 @@ def test_a_worker_stops_with_its_cluster(jvm_pids):
 def test_no_worker_outlives_a_killed_kernel(jvm_pids):
     from test_lifecycle import kill_owner, start_child
 
-    proc, data_dir = start_child("single-broker", "c.connect()")
+    proc, data_dir = start_child("single-broker", "c.connect_worker()")
     assert len(jvm_pids(str(data_dir))) == 2, "a broker and a Connect worker"
     kill_owner(proc, data_dir, "the broker and the worker")
 
@@ -300,8 +300,8 @@ def test_two_clusters_stop_together(jvm_pids):
 
 def _formatter_output(cluster, topic: str, formatter: str, count: int) -> list[str]:
     """What Kafka's own formatter for a MirrorMaker record prints for the first ``count`` records of ``topic``."""
-    from labkit.environment import kafka_spec
-    from labkit.jvm import find_java
+    from labkit.runtime.environment import kafka_spec
+    from labkit.runtime.jvm import find_java
 
     dist = labkit.ensure_distribution(progress=False)
     plugins = lc.ensure_plugins(progress=False, dist=dist)
@@ -330,7 +330,7 @@ def test_mirrormaker_replicates_follows_and_translates(pair, unique):
     flow = mm.mirror(primary, dr, topics=orders)
     remote = flow.wait_for_topic(orders)
     flow.wait_caught_up(orders)
-    assert remote == f"primary.{orders}" and flow.worker is dr.connect()
+    assert remote == f"primary.{orders}" and flow.worker is dr.connect_worker()
     for p in (0, 1):
         assert [r.value for r in primary.read_all(orders) if r.partition == p] == \
             [r.value for r in dr.read_all(remote) if r.partition == p]
@@ -411,7 +411,7 @@ def test_active_active_does_not_loop(pair, unique):
     pattern = f".*{name}"
     there = mm.mirror(primary, dr, topics=pattern)
     back = mm.mirror(dr, primary, topics=pattern)
-    assert back.worker is primary.connect() and there.worker is dr.connect()
+    assert back.worker is primary.connect_worker() and there.worker is dr.connect_worker()
     Wait("each side's copy", timeout=60).until(
         lambda: f"dr.{name}" in primary.topics() and f"primary.{name}" in dr.topics())
     time.sleep(5)                                                # two topic refreshes of each flow
@@ -425,6 +425,6 @@ def test_active_active_does_not_loop(pair, unique):
 def test_mirroring_needs_the_targets_worker_and_two_aliases(pair):
     primary, dr = pair
     with pytest.raises(LabkitError, match="target cluster"):
-        mm.mirror(primary, dr, worker=primary.connect())
+        mm.mirror(primary, dr, worker=primary.connect_worker())
     with pytest.raises(LabkitError, match="different aliases"):
         mm.mirror(primary, dr, source_alias="x", target_alias="x")

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from labkit import distribution, jvm, maven
-from labkit.distribution import cached_distribution, ensure_distribution
-from labkit.jvm import _parse_java_version, find_java
+from labkit.runtime import distribution, jvm, maven
+from labkit.runtime.distribution import cached_distribution, ensure_distribution
+from labkit.runtime.jvm import _parse_java_version, find_java
 from labkit.errors import DistributionError, JavaError, OfflineError
 
 

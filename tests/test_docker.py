@@ -11,7 +11,7 @@ import pytest
 
 import labkit
 from labkit.backends import docker as dk
-from labkit.distribution import cached_distribution
+from labkit.runtime.distribution import cached_distribution
 from labkit.errors import BackendError, ClusterStateError, LabkitError, SettingError
 
 ENGINE = dk.engine_available()
@@ -124,7 +124,7 @@ def test_profile_settings_and_overrides_reach_every_node():
         assert props["auto.create.topics.enable"] == "true"
         assert props["node.id"] == str(node_id)
         assert props["advertised.listeners"].endswith(f"EXTERNAL://127.0.0.1:{42000 + node_id}")
-    assert cluster.environment(1, 1)["KAFKA_HEAP_OPTS"] == "-Xms{0} -Xmx{0}".format(labkit.environment.kafka_spec().heap)
+    assert cluster.environment(1, 1)["KAFKA_HEAP_OPTS"] == "-Xms{0} -Xmx{0}".format(labkit.runtime.environment.kafka_spec().heap)
 
 
 def test_five_brokers_profile_has_three_controllers():
@@ -135,7 +135,7 @@ def test_five_brokers_profile_has_three_controllers():
 
 def test_image_is_the_pinned_kafka_version(monkeypatch):
     monkeypatch.delenv("LABKIT_DOCKER_IMAGE", raising=False)
-    assert dk.DockerCluster("single-broker").image == f"apache/kafka:{labkit.environment.kafka_spec().version}"
+    assert dk.DockerCluster("single-broker").image == f"apache/kafka:{labkit.runtime.environment.kafka_spec().version}"
     monkeypatch.setenv("LABKIT_DOCKER_IMAGE", "registry.local/kafka:test")
     assert dk.DockerCluster("single-broker").image == "registry.local/kafka:test"
 

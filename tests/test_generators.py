@@ -93,9 +93,9 @@ def test_parse_duration_rejects_what_it_cannot_read():
         g.parse_duration("a while")
 
 
-def test_counts_frame_is_sorted_by_window_and_page():
+def test_window_counts_frame_is_sorted_by_window_and_page():
     counts = g.generate_page_views(seed=2).expected_window_counts()
-    frame = g.counts_frame(counts)
+    frame = g.window_counts_frame(counts)
     assert list(frame.columns) == ["window_start", "page", "count"]
     assert list(zip(frame.window_start, frame.page)) == sorted(zip(frame.window_start, frame.page))
     assert frame["count"].sum() == sum(counts.values())

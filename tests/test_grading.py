@@ -273,7 +273,7 @@ def test_labkit_grade_prints_a_table_and_writes_a_json_report(fixture_exercises,
     notebook = tmp_path / "partly_done.ipynb"
     shutil.copy(FIXTURES / "partly_done.ipynb", notebook)
     out = tmp_path / "report.json"
-    proc = subprocess.run([sys.executable, "-m", "labkit.cli", "grade", str(notebook), "--json", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "labkit.app.cli", "grade", str(notebook), "--json", str(out)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "score 1/6" in proc.stdout and "add_small_numbers" in proc.stdout
@@ -283,7 +283,7 @@ def test_labkit_grade_prints_a_table_and_writes_a_json_report(fixture_exercises,
 
 
 def test_labkit_grade_on_a_missing_file_is_a_usage_error(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "labkit.cli", "grade", str(tmp_path / "nope.ipynb")],
+    proc = subprocess.run([sys.executable, "-m", "labkit.app.cli", "grade", str(tmp_path / "nope.ipynb")],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
     assert "No such notebook" in proc.stderr and "Traceback" not in proc.stderr
@@ -319,7 +319,7 @@ def _class(root):
 def test_a_class_is_graded_into_a_gradebook_and_a_rerun_resumes(fixture_exercises, tmp_path):
     root = tmp_path / "class"
     expected = _class(root)
-    proc = subprocess.run([sys.executable, "-m", "labkit.cli", "grade", str(root), "--timeout", "8"],
+    proc = subprocess.run([sys.executable, "-m", "labkit.app.cli", "grade", str(root), "--timeout", "8"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     with open(root / "gradebook" / "gradebook.csv") as fh:
@@ -336,7 +336,7 @@ def test_a_class_is_graded_into_a_gradebook_and_a_rerun_resumes(fixture_exercise
     page = (root / "gradebook" / "gradebook.html").read_text()
     assert "Pass rate per check" in page and "ada" in page and "add_negative_numbers" in page
     assert (root / "gradebook" / "executed" / "ada" / "adder.ipynb").exists()
-    again = subprocess.run([sys.executable, "-m", "labkit.cli", "grade", str(root), "--timeout", "8"],
+    again = subprocess.run([sys.executable, "-m", "labkit.app.cli", "grade", str(root), "--timeout", "8"],
                            capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and again.stdout.count("kept from the last run") == 6
 

@@ -7,7 +7,7 @@ import pytest
 
 from labkit import groupviz
 from labkit.errors import LabkitError
-from labkit.groupread import GroupView, MemberView, PartitionLag
+from labkit.view.groupread import GroupView, MemberView, PartitionLag
 from labkit.workloads import MemberEvent
 
 T = "orders"

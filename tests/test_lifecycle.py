@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.processes import start_ticks
+from labkit.runtime.processes import start_ticks
 from labkit.waiting import Wait
 
 pytestmark = pytest.mark.integration
@@ -71,7 +71,7 @@ def test_pid_reuse_guard_in_watchdog(tmp_path, ours):
     (same start time): a pid reused by another process after ours ended is left alone."""
     victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     ticks = start_ticks(victim.pid) if ours else str(int(start_ticks(victim.pid)) - 1)
-    watchdog = subprocess.Popen([sys.executable, "-S", str(Path(__file__).parents[1] / "labkit" / "_watchdog.py")],
+    watchdog = subprocess.Popen([sys.executable, "-S", str(Path(__file__).parents[1] / "labkit" / "runtime" / "watchdog.py")],
                                 stdin=subprocess.PIPE, text=True)
     watchdog.stdin.write(f"watch {victim.pid} {ticks}\ncleanup {tmp_path / 'gone'}\n")
     (tmp_path / "gone").mkdir()

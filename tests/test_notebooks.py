@@ -20,9 +20,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from checked_outputs import differences, sanitize_patterns
+from checked_outputs import REFERENCE, differences, reference_outputs, sanitize_patterns
 from conftest import BROWSER_LESSONS, REPO, java_pids_of
-from labkit import startpage
+from labkit.app import startpage
 from labkit.authoring import read_source
 
 NOTEBOOKS = REPO / "notebooks"
@@ -57,7 +57,7 @@ def test_lesson_is_generated_from_its_source(notebook):
 
 
 def test_start_page_is_up_to_date_and_lists_every_lesson_and_exercise():
-    assert startpage.main(["--check"]) == 0, "run `python -m labkit.startpage`"
+    assert startpage.main(["--check"]) == 0, "run `python -m labkit.app.startpage`"
     text = startpage.START_PAGE.read_text()
     for lesson in LESSONS:
         assert f"]({lesson.name})" in text
@@ -67,7 +67,7 @@ def test_start_page_is_up_to_date_and_lists_every_lesson_and_exercise():
 
 
 def test_the_personal_start_page_shows_the_learners_progress(tmp_path, monkeypatch):
-    from labkit import learner
+    from labkit.runtime import learner
 
     monkeypatch.setenv("LABKIT_STATE_DIR", str(tmp_path))
     learner.record_prediction("02.a", "?", 1)
@@ -94,11 +94,14 @@ def test_lesson_opens_and_closes_the_house_way(notebook):
     assert any(("start_cluster(" in c or "start_clusters(" in c) for c in code[:3]), "the cluster starts in the first cells"
     assert any("cluster.stop()" in c for c in code[-2:]), "the last cells stop the cluster"
     assert all("slideshow" in c.metadata for c in nb.cells), "every cell carries slide metadata"
-    checked = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith(CHECK_MARK)]
+    checked = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.startswith(CHECK_MARK)]
     assert checked, "at least one cell's output is checked by nbval"
-    assert all(c.outputs for c in checked), "checked cells carry their reference output (build_notebooks.py)"
-    unchecked = [c for c in nb.cells if c.cell_type == "code" and not c.source.startswith(CHECK_MARK)]
-    assert not any(c.outputs for c in unchecked), "only checked cells keep outputs"
+    reference = reference_outputs(notebook.stem)
+    assert sorted(reference) == checked and all(reference.values()), \
+        "every checked cell has its reference output in tests/lesson_outputs (scripts/build_notebooks.py)"
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    assert not any(c.outputs or c.execution_count for c in code_cells), \
+        "a lesson opens with no outputs and no execution counts: no answer before its question, no other run's results"
 
 
 def _env(data_dir: Path) -> dict[str, str]:
@@ -137,9 +140,14 @@ def test_lesson_runs_and_its_checked_outputs_match(notebook, output_dir):
     errors = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
     assert all(c.execution_count for c in executed.cells if c.cell_type == "code"), "every cell ran"
-    differ = differences(_read(notebook), executed, sanitize_patterns(REPO / "tests" / "nbval_sanitize.cfg"))
+    differ = differences(reference_outputs(notebook.stem), executed,
+                         sanitize_patterns(REPO / "tests" / "nbval_sanitize.cfg"))
     assert not differ, f"checked outputs of {notebook.name} differ from the stored ones (executed copy: {out}):\n" \
         + "\n".join(differ)
+
+
+def test_every_stored_reference_belongs_to_a_lesson():
+    assert {p.stem for p in REFERENCE.glob("*.json")} == {p.stem for p in LESSONS}
 
 
 def test_checked_output_comparison_follows_nbval_lax_rules():
@@ -147,17 +155,21 @@ def test_checked_output_comparison_follows_nbval_lax_rules():
     import copy
 
     lesson = _read(LESSONS[0])
+    reference = reference_outputs(LESSONS[0].stem)
     patterns = sanitize_patterns(REPO / "tests" / "nbval_sanitize.cfg")
-    assert differences(lesson, lesson, patterns) == []
-    checked = next(i for i, c in enumerate(lesson.cells) if c.cell_type == "code" and c.source.startswith(CHECK_MARK))
     ran = copy.deepcopy(lesson)
+    for index, outputs in reference.items():
+        ran.cells[index].outputs = [nbformat.from_dict(o) for o in outputs]
+    assert differences(reference, ran, patterns) == []
+    checked = min(reference)
     ran.cells[checked].outputs = [nbformat.v4.new_output("stream", name="stderr", text="%7|librdkafka noise\n"),
                                   *ran.cells[checked].outputs]
-    assert differences(lesson, ran, patterns) == [], "stderr is not compared"
-    ref = copy.deepcopy(lesson)
-    ref.cells[checked].outputs = [nbformat.v4.new_output("stream", name="stdout", text="up at 127.0.0.1:4242 in 3.2 s\n")]
+    assert differences(reference, ran, patterns) == [], "stderr is not compared"
+    ref = {**reference, checked: [nbformat.v4.new_output("stream", name="stdout", text="up at 127.0.0.1:4242 in 3.2 s\n")]}
     ran.cells[checked].outputs = [nbformat.v4.new_output("stream", name="stdout", text="up at 127.0.0.1:5151 in 0.9 s\n")]
     assert differences(ref, ran, patterns) == [], "ports and durations are sanitized"
     ran.cells[checked].outputs = [nbformat.v4.new_output("stream", name="stdout", text="up at 127.0.0.1:5151 in 0.9 s, 2 lost\n")]
     found = differences(ref, ran, patterns)
     assert len(found) == 1 and f"cell {checked + 1}" in found[0] and "2 lost" in found[0]
+    ran.cells[checked].source = "print('no longer checked')"
+    assert any("rebuild the lesson" in line for line in differences(ref, ran, patterns))

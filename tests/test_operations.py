@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from labkit import brokerlogs, capacity, clientconfig, metrics, perf
+from labkit.runtime import brokerlogs, metrics
+from labkit.view import panel as metrics_panel
+from labkit import capacity, clientconfig, perf
 from labkit.clientstats import ClientStats, total_lag
 from labkit.errors import LabkitError
-from labkit.render import metrics_html, snapshot_text
-from labkit.snapshot import BrokerView, Snapshot
+from labkit.view.render import metrics_html, snapshot_text
+from labkit.view.snapshot import BrokerView, Snapshot
 from labkit.waiting import Wait
 
 EXPORTER_TEXT = """\
@@ -59,22 +61,22 @@ def test_exporter_text_becomes_tidy_rows():
 def test_panel_figures_and_rates_from_two_scrapes():
     first = metrics.parse(EXPORTER_TEXT, broker=1)
     later = metrics.parse(EXPORTER_TEXT.replace("bytesin_total 1000.0", "bytesin_total 3000.0"), broker=1)
-    before = metrics.broker_metrics(1, first, taken_at=100.0)
+    before = metrics_panel.broker_metrics(1, first, taken_at=100.0)
     assert before.bytes_in_per_s is None, "no rate from a single scrape"
-    after = metrics.broker_metrics(1, later, taken_at=102.0,
+    after = metrics_panel.broker_metrics(1, later, taken_at=102.0,
                                    previous=(100.0, {metrics.BYTES_IN: 1000.0, metrics.BYTES_OUT: 500.0}))
     assert after.bytes_in_per_s == 1000.0, "only the broker-wide counter counts, not the per-topic copy"
     assert after.bytes_out_per_s == 0.0
     assert (after.under_replicated, after.active_controller, after.offline_partitions) == (2, True, 0)
     assert (after.produce_p99_ms, after.fetch_p99_ms, after.isr_shrinks, after.isr_expands) == (12, 501, 1, 3)
-    panel = metrics.PanelData((after, metrics.BrokerMetrics(2, False, error="killed")), taken_at=102.0)
+    panel = metrics_panel.PanelData((after, metrics_panel.BrokerMetrics(2, False, error="killed")), taken_at=102.0)
     assert (panel.under_replicated, panel.active_controller, panel.offline_partitions) == (2, 1, 0)
     assert panel.as_row()["brokers_up"] == 1
 
 
 def test_the_panel_renders_as_html_and_text():
-    panel = metrics.PanelData((metrics.broker_metrics(1, metrics.parse(EXPORTER_TEXT, 1), 1.0),
-                               metrics.BrokerMetrics(2, False, error="killed")), taken_at=1.0)
+    panel = metrics_panel.PanelData((metrics_panel.broker_metrics(1, metrics.parse(EXPORTER_TEXT, 1), 1.0),
+                               metrics_panel.BrokerMetrics(2, False, error="killed")), taken_at=1.0)
     html = metrics_html(panel)
     assert "labkit-metrics" in html and "under-replicated" in html and "not answering (killed)" in html
     assert "1 ★" in html, "the active controller is marked"
@@ -128,7 +130,7 @@ def test_log_names_and_grep(tmp_path: Path):
 
 
 def test_log4j_config_writes_kafkas_files():
-    from labkit.environment import kafka_spec
+    from labkit.runtime.environment import kafka_spec
 
     text = kafka_spec().log4j_config.read_text()
     for name in brokerlogs.LOG_FILES.values():
@@ -226,12 +228,12 @@ def test_metrics_frame_from_every_broker(cluster):
 def test_panel_data_follows_traffic(cluster, unique):
     if not cluster.metrics_endpoints():
         pytest.skip("the exporter is not fetched (labkit setup)")
-    reader = metrics.PanelReader(cluster)
+    reader = metrics_panel.PanelReader(cluster)
     first = reader.read()
     assert first.under_replicated == 0 and first.active_controller in {b.id for b in cluster.brokers}
     topic = cluster.create_topic(unique("panel"), partitions=3)
     producer = cluster.producer(acks="all")
-    for i in range(2000):
+    for _ in range(2000):
         producer.produce(topic, value=b"x" * 500)
         producer.poll(0)
     producer.flush(30)
@@ -304,10 +306,10 @@ def test_client_statistics_helper_sees_consumer_lag(cluster, unique):
 
 @pytest.mark.integration
 def test_the_class_data_archive_still_maps_with_the_agent():
-    from labkit import classdata
-    from labkit.distribution import ensure_distribution
-    from labkit.environment import kafka_spec
-    from labkit.processes import free_ports
+    from labkit.runtime import classdata
+    from labkit.runtime.distribution import ensure_distribution
+    from labkit.runtime.environment import kafka_spec
+    from labkit.runtime.processes import free_ports
 
     dist = ensure_distribution(progress=False)
     _, cp, archive = classdata.broker_setup(dist)

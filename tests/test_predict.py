@@ -1,4 +1,4 @@
-"""labkit.predict and labkit.learner: predictions locked in, judged at the reveal, summed up per lesson."""
+"""labkit.predict and labkit.runtime.learner: predictions locked in, judged at the reveal, summed up per lesson."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from labkit import learner, predict
+from labkit.runtime import learner
+from labkit import predict
 
 
 @pytest.fixture(autouse=True)

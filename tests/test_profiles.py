@@ -3,14 +3,8 @@
 import pytest
 
 from labkit.errors import ProfileError, SettingError
-from labkit.profiles import (
-    MANAGED_SETTINGS,
-    list_profiles,
-    load_profile,
-    normalize_overrides,
-    render_value,
-    validate_settings,
-)
+from labkit.runtime.profiles import (MANAGED_SETTINGS, list_profiles, load_profile, normalize_overrides, render_value,
+                                     validate_settings)
 
 
 def test_the_three_profiles_exist():

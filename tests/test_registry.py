@@ -20,7 +20,7 @@ ORDER_INT = '{"type":"record","name":"Order","fields":[{"name":"id","type":"int"
 
 def test_a_cluster_without_a_registry_says_how_to_get_one(cluster):
     with pytest.raises(ClusterStateError, match="schema_registry=True"):
-        cluster.schema_registry_url
+        cluster.schema_registry_url  # noqa: B018 - reading the property raises
 
 
 def test_the_registry_speaks_confluents_api_and_checks_compatibility(cluster, unique):

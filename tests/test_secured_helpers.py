@@ -7,7 +7,7 @@ import pytest
 
 import labkit
 from labkit.producing import produce_and_count
-from labkit.snapshot import take_snapshot
+from labkit.view.snapshot import take_snapshot
 from labkit.spark import kafka_options
 from labkit.workloads import Group
 

@@ -238,7 +238,7 @@ def test_scram_credentials_are_salted_keys_in_the_metadata_log(secured):
 @integration
 def test_tools_get_the_admins_command_config(secured):
     from labkit.errors import ToolError
-    from labkit.tools import run_tool
+    from labkit.runtime.tools import run_tool
 
     assert secured.tool_config() is not None and secured.tool_config().stat().st_mode & 0o077 == 0
     assert secured.tool("kafka-topics", "--list").returncode == 0

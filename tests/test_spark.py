@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import labkit.spark as ls
+import labkit.spark.driver as lsd
 from labkit import generators as g
 from labkit.errors import DistributionError, LabkitError, OfflineError
 
@@ -56,7 +57,7 @@ def test_pyspark_is_a_release_whose_connector_is_cached_by_setup():
 
 
 class _NotFound(http.server.BaseHTTPRequestHandler):
-    def do_HEAD(self):  # noqa: N802 - http.server's naming
+    def do_HEAD(self):
         self.send_response(404)
         self.end_headers()
 
@@ -334,7 +335,7 @@ def test_stopping_the_cluster_stops_its_queries_and_spark_first(fresh_cluster, u
     assert len(jvm_pids(marker)) == 2, "the broker and the Spark driver"
     assert query.isActive
     fresh_cluster.stop()
-    assert ls._CURRENT is None
+    assert lsd._CURRENT is None
     deadline = time.monotonic() + 30
     while jvm_pids(marker) and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -400,4 +401,4 @@ def test_a_jvm_that_will_not_start_is_a_java_error_with_its_own_words(tmp_path):
     line = [ln for ln in out.stdout.splitlines() if ln.startswith("JavaError:")]
     assert line, out.stdout + out.stderr[-2000:]
     assert "fake JVM refuses to start" in line[0] and "JAVA_HOME" in line[0]
-    assert "fake JVM refuses" in (tmp_path / "cluster" / "spark" / ls.DRIVER_LOG).read_text()
+    assert "fake JVM refuses" in (tmp_path / "cluster" / "spark" / lsd.DRIVER_LOG).read_text()

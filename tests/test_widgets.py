@@ -1,4 +1,4 @@
-"""labkit.widgets: the live cluster view's data, pictures, buttons and background thread.
+"""labkit.view.widgets: the live cluster view's data, pictures, buttons and background thread.
 
 Unit tests check the pure functions and drive a ClusterView over a fake cluster
 (no broker); integration tests watch a real cluster, break it from the view's
@@ -24,20 +24,12 @@ from labkit.admin import PartitionState, TopicState
 from labkit.backends import ExternalCluster
 from labkit.cluster import Broker, Cluster
 from labkit.errors import ClusterStateError
-from labkit.groupread import GroupReader, GroupReaderCrashed, GroupView, MemberView, PartitionLag, parse_group
-from labkit.render import (
-    ACTIONS,
-    button_states,
-    groups_html,
-    partition_map_html,
-    snapshot_html,
-    snapshot_text,
-    status_html,
-    topic_title,
-)
-from labkit.snapshot import BrokerView, Snapshot, broker_status, owns_brokers, short_error
+from labkit.view.groupread import GroupReader, GroupReaderCrashed, GroupView, MemberView, PartitionLag, parse_group
+from labkit.view.render import (ACTIONS, button_states, groups_html, partition_map_html, snapshot_html, snapshot_text,
+                                status_html, topic_title)
+from labkit.view.snapshot import BrokerView, Snapshot, broker_status, owns_brokers, short_error
 from labkit.viz import ROLES
-from labkit.widgets import ClusterView, next_interval
+from labkit.view.widgets import ClusterView, next_interval
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -174,7 +166,7 @@ for line in sys.stdin:
 def test_a_crashing_group_reader_is_reported_and_restarted(monkeypatch, tmp_path):
     script = tmp_path / "echo_reader.py"
     script.write_text(_ECHO_READER)
-    monkeypatch.setattr("labkit.groupread.READER_SCRIPT", script)
+    monkeypatch.setattr("labkit.view.groupread.READER_SCRIPT", script)
     reader = GroupReader({"bootstrap.servers": "127.0.0.1:1", "error_cb": print})
     try:
         assert reader.read(None, timeout=5)["listed"] == ["g1"]
@@ -301,7 +293,7 @@ def _reader_alive(pid):
     process (the session's) keep readers of their own: only this one's is looked at."""
     try:
         child = psutil.Process(pid)
-        return child.status() != psutil.STATUS_ZOMBIE and "_groupreader.py" in " ".join(child.cmdline())
+        return child.status() != psutil.STATUS_ZOMBIE and "groupreader.py" in " ".join(child.cmdline())
     except psutil.NoSuchProcess:
         return False
 

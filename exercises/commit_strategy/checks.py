@@ -23,8 +23,8 @@ from labkit.grading import harness
 
 CLUSTER = "single-broker"
 SHARE_CLUSTER = True
-#: The lab's consumer members (labkit.workloads) implement every commit style: they are the answer here.
-RULES = Rules(forbid=["labkit.workloads"])
+#: The lab's consumer members (labkit.workloads, running labkit.apps.member) implement every commit style: they are the answer here.
+RULES = Rules(forbid=["labkit.workloads", "labkit.apps"])
 
 #: Records a crash may make the loop process a second time: the batch it was working on. The notebook asks
 #: for batches of at most this many records, committed once processed (the reference's are 50).

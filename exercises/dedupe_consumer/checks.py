@@ -22,7 +22,7 @@ from labkit.grading import check, harness, Rules
 CLUSTER = "single-broker"
 SHARE_CLUSTER = True
 #: The lab's consumer members (labkit.workloads) are consumer loops with their own bookkeeping; not needed here.
-RULES = Rules(forbid=["labkit.workloads"])
+RULES = Rules(forbid=["labkit.workloads", "labkit.apps"])
 
 SCHEMA = ("CREATE TABLE IF NOT EXISTS balances (account TEXT PRIMARY KEY, cents INTEGER NOT NULL);"
           "CREATE TABLE IF NOT EXISTS applied (id TEXT PRIMARY KEY);")

@@ -33,7 +33,7 @@ CLUSTER = "single-broker"
 SHARE_CLUSTER = True
 #: The lab's assignors and consumer members are other exercises' answers; nothing here needs them
 #: (the notebook's own harness cell uses the event log helpers of labkit.workloads).
-RULES = Rules(forbid=["labkit.assignors", "labkit.workloads"], allow=["read_events", "record_event"])
+RULES = Rules(forbid=["labkit.assignors", "labkit.workloads", "labkit.apps"], allow=["read_events", "record_event"])
 
 SESSION_TIMEOUT_MS = 6000
 

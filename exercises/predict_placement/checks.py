@@ -39,7 +39,7 @@ def compare_task(user, bootstrap, topic, keys, config):
 def check_compare(ns, keys: list, partitions: int, partitioner: str) -> None:
     """produce_and_compare on a new topic: the topic then holds one record per key, placed by a producer with
     the config (the grader reads it), and the result counts the stored records ``predict`` placed right."""
-    ns.produce_and_compare  # not defined yet: say so
+    ns.produce_and_compare  # noqa: B018 - not defined yet: say so
     cluster = ns.cluster
     config = {"partitioner": partitioner}
     topic = cluster.create_topic(unique(f"grade-compare-{partitioner}"), partitions=partitions)

@@ -79,7 +79,7 @@ def create_table(ns: Any, name: str, max_dirty_ms: int, keep_tombstone_ms: int, 
     fast_cleaner(ns.cluster)
     try:
         topic = ns.cluster.create_topic(unique(name), partitions=partitions, config=config)
-    except Exception as exc:  # the broker refused the settings: say which, as it said it
+    except Exception as exc:  # noqa: BLE001 - the broker refused the settings: say which, as it said it
         raise AssertionError(f"the broker refused a topic with these settings {config}: {exc}") from None
     keeps_latest_for_ever(ns.cluster, topic)
     return topic
@@ -198,7 +198,7 @@ class Table:
 
         try:
             Wait(what, timeout=within_ms / 1000 + SLACK, interval=TICK).until(done)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a timeout or a failing read: the verdict below says what was found
             raise AssertionError(
                 f"{time.monotonic() - t0:.0f} s after the writes ({within_ms} ms were asked), a fresh reader still "
                 f"finds superseded records: {'; '.join(seen['left'][:3])}") from None
@@ -233,7 +233,7 @@ class Table:
 
         try:
             Wait("tombstones to be removed", timeout=keep_ms / 1000 + SLACK, interval=TICK).until(all_gone)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a timeout or a failing read: the verdict below says what was found
             raise AssertionError(
                 f"{time.monotonic() - t0:.0f} s after compaction ({keep_ms} ms were asked) a fresh reader still finds "
                 f"{left['keys'][:3]}: a deleted key must disappear once its tombstone has been kept long enough"
@@ -273,7 +273,7 @@ def only_the_latest_value_survives(ns):
 def delete_customer_writes_a_tombstone(ns):
     """delete_customer adds one record to the topic: the customer's key with a null value; nothing else
     changes (on a topic that is not compacted, so everything stays readable)."""
-    ns.delete_customer  # not defined yet: say so
+    ns.delete_customer  # noqa: B018 - not defined yet: say so
     topic = ns.cluster.create_topic(unique("delete-one"), partitions=1)
     table = Table(ns.cluster, topic, 1)
     table.write(versions(["ana", "ben", "chen"], 2))

@@ -36,8 +36,8 @@ from labkit.grading import check, harness, Rules
 CLUSTER = "single-broker"
 SHARE_CLUSTER = True
 #: The generator's expected answers (expected_window_counts, GeneratedEvents, PageView, ...) are the answer;
-#: the learner is given the generator, send and counts_frame (the notebook's setup cell).
-RULES = Rules(forbid=["labkit.generators"], allow=["generate_page_views", "send", "counts_frame"])
+#: the learner is given the generator, send and window_counts_frame (the notebook's setup cell).
+RULES = Rules(forbid=["labkit.generators"], allow=["generate_page_views", "send", "window_counts_frame", "counts_frame"])
 
 WINDOW = timedelta(minutes=1)
 DELAY = timedelta(seconds=30)

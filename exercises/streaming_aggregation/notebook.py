@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 
 import labkit
 import labkit.spark
-from labkit.generators import counts_frame, generate_page_views, send
+from labkit.generators import generate_page_views, send, window_counts_frame
 from labkit.grading import exercise
 
 labkit.setup_check(need_spark=True)
@@ -157,7 +157,7 @@ nb.code("""
 yours = pd.DataFrame([json.loads(r.value) for r in cluster.read_all(results)],
                      columns=["window_start", "window_end", "page", "count"])
 yours["window_start"] = pd.to_datetime(yours["window_start"], utc=True).dt.tz_localize(None)
-expected = counts_frame(events.expected_window_counts())
+expected = window_counts_frame(events.expected_window_counts())
 expected.merge(yours[["window_start", "page", "count"]], on=["window_start", "page"], how="outer",
                suffixes=(" expected", " yours"))
 """)

@@ -20,7 +20,7 @@ CLUSTER = "single-broker"
 SHARE_CLUSTER = True
 #: No part of labkit writes transactions for the learner; its consumer members (labkit.workloads) and produce
 #: helpers (labkit.producing) are other lessons' tools, not this one's.
-RULES = Rules(forbid=["labkit.workloads", "labkit.producing"])
+RULES = Rules(forbid=["labkit.workloads", "labkit.apps", "labkit.producing"])
 #: How long one run of transfer over a few hundred payments may take.
 RUN_TIMEOUT = 120.0
 

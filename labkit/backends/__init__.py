@@ -8,6 +8,8 @@ Every backend's factory has one signature,
 ``start(profile, *, overrides, progress, start_timeout, **options) -> Cluster``
 (a started cluster); ``options`` are the backend's own (``image=`` for docker,
 ``bootstrap_servers=`` for external).
+
+Layer: backends, below the app and grading, above the cluster they subclass.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ import os
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from ..cluster import Cluster
-from ..clusterset import COLOURS, ClusterSet
+from .clusterset import COLOURS, ClusterSet
 from ..errors import BackendError
-from ..profiles import DEFAULT_PROFILE
+from ..runtime.profiles import DEFAULT_PROFILE
 from . import docker, external, native
 from .external import ExternalCluster, connect
 
@@ -75,7 +77,7 @@ def start_clusters(names: Sequence[str], profile: Union[str, Mapping[str, str]] 
     Each is what :func:`start_cluster` starts (``profile`` for all, or a name -> profile mapping;
     ``options`` as there), labelled with its name and given its own colour in the live view. They
     start one after the other, each JVM launched from this thread (so it dies with the notebook);
-    if one fails, those already started are stopped. Returns a :class:`~labkit.clusterset.ClusterSet`
+    if one fails, those already started are stopped. Returns a :class:`~labkit.backends.clusterset.ClusterSet`
     (unpack it, or index it by name); ``stop()`` stops them all. These clusters are always the
     notebook's own: ``LABKIT_BOOTSTRAP`` (one shared cluster) cannot stand for several.
     """

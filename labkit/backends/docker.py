@@ -30,13 +30,13 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
-from ..brokerlogs import log_file
+from ..runtime.brokerlogs import log_file
 from ..cluster import Broker
-from ..environment import kafka_spec
+from ..runtime.environment import kafka_spec
 from ..errors import BackendError, BrokerStartError, LabkitError, SettingError
-from ..processes import free_ports
-from ..profiles import MANAGED_SETTINGS, render_value, validate_settings
-from ..progress import Progress
+from ..runtime.processes import free_ports
+from ..runtime.profiles import MANAGED_SETTINGS, render_value, validate_settings
+from ..runtime.progress import Progress
 from .owned import Node, OwnedCluster, kraft_properties
 
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ def engine_available(timeout: float = ENGINE_TIMEOUT) -> bool:
 
 def _known_setting_names() -> Optional[frozenset[str]]:
     """Kafka's broker setting names from the cached jars, or None when they are not here (no download)."""
-    from ..distribution import cached_distribution
+    from ..runtime.distribution import cached_distribution
 
     try:
         dist = cached_distribution()
@@ -386,7 +386,7 @@ class DockerCluster(OwnedCluster[DockerNode]):
         log.info("pulling %s", self.image)
         try:
             DockerClient().client.images.pull(repository, tag=tag or None)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise BackendError(f"Cannot pull the image {self.image}: {_engine_reason(exc)}.",
                                "Check the network and that the tag exists (LABKIT_DOCKER_IMAGE picks another), "
                                "or use the default native backend.") from exc

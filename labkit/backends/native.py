@@ -4,8 +4,8 @@ Every node is a combined KRaft broker+controller (or broker-only beyond the
 profile's controller count) bound to free loopback ports, with its own
 directory under one per-cluster directory. A ``secured`` profile adds TLS,
 SCRAM and mutual-TLS listeners and ACLs (:mod:`labkit.security`). Each JVM is a
-:class:`~labkit.processes.ManagedProcess` of the cluster's
-:class:`~labkit.processes.Supervisor`, so none outlives the Python process that
+:class:`~labkit.runtime.processes.ManagedProcess` of the cluster's
+:class:`~labkit.runtime.processes.Supervisor`, so none outlives the Python process that
 started it, even when that process is killed with SIGKILL.
 """
 
@@ -19,18 +19,18 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .. import admin as _admin
-from .. import classdata
-from .. import metrics as _metrics
-from ..brokerlogs import log_file, read_log
-from ..distribution import Distribution, ensure_distribution
-from ..jvm import find_java
-from ..environment import kafka_spec
+from ..runtime import classdata
+from ..runtime import metrics as _metrics
+from ..runtime.brokerlogs import log_file, read_log
+from ..runtime.distribution import Distribution, ensure_distribution
+from ..runtime.jvm import find_java
+from ..runtime.environment import kafka_spec
 from ..errors import BrokerStartError, ClusterStateError, PortInUseError, ProcessStartError
-from ..processes import ManagedProcess, Supervisor, free_ports, tail
-from ..profiles import render_value, validate_settings
-from ..progress import Progress
+from ..runtime.processes import ManagedProcess, Supervisor, free_ports, tail
+from ..runtime.profiles import render_value, validate_settings
+from ..runtime.progress import Progress
 from ..cluster import Broker
-from ..security import ADMIN, SECURED_LISTENERS, CertificateAuthority, SecuredCluster, format_arguments
+from .secured import ADMIN, SECURED_LISTENERS, CertificateAuthority, SecuredCluster, format_arguments
 from .owned import Node, OwnedCluster, data_root, kraft_properties
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class NativeCluster(OwnedCluster[NativeNode]):
         self.security: Optional[SecuredCluster] = None
         #: The CA of the ``plaintext+tls`` profiles' TLS client listener (None without one).
         self.tls: Optional[CertificateAuthority] = None
-        #: Brokers carry the Prometheus JMX exporter agent (labkit.metrics): fetched and not switched off.
+        #: Brokers carry the Prometheus JMX exporter agent (labkit.runtime.metrics): fetched and not switched off.
         self.exporter = _metrics.enabled() and _metrics.exporter_jar() is not None
 
     # ------------------------------------------------------------ security (the secured profile)
@@ -136,7 +136,7 @@ class NativeCluster(OwnedCluster[NativeNode]):
     def broker_log(self, broker_id: int, lines: int = 50, file: str = "server",
                    grep: Optional[str] = None) -> str:
         """The last ``lines`` lines of one of a broker's log files (``server``, ``controller``,
-        ``state-change``, ``request``, ...: :data:`labkit.brokerlogs.LOG_FILES`); with ``grep`` (a regular
+        ``state-change``, ``request``, ...: :data:`labkit.runtime.brokerlogs.LOG_FILES`); with ``grep`` (a regular
         expression) the last ``lines`` lines that match it."""
         return read_log(self._node(broker_id).dir / "logs" / log_file(file), lines, grep)
 
@@ -196,7 +196,7 @@ class NativeCluster(OwnedCluster[NativeNode]):
         self.distribution = ensure_distribution(progress=self._progress)
         validate_settings(self._overrides, self.distribution.broker_config_names())
         # The node launcher (formats in the broker's own JVM), the jar-by-jar classpath and the
-        # class-data archive for it (see labkit.classdata); without a launcher: format first, apart.
+        # class-data archive for it (see labkit.runtime.classdata); without a launcher: format first, apart.
         self._launcher, self._classpath, self._archive = classdata.broker_setup(self.distribution)
         root = data_root()
         root.mkdir(parents=True, exist_ok=True)

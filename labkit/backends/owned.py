@@ -26,8 +26,8 @@ from confluent_kafka import KafkaException
 
 from ..cluster import Broker, Cluster
 from ..errors import ClusterStateError
-from ..profiles import DEFAULT_PROFILE, load_profile, normalize_overrides
-from ..progress import Progress
+from ..runtime.profiles import DEFAULT_PROFILE, load_profile, normalize_overrides
+from ..runtime.progress import Progress
 from ..waiting import Wait
 
 _ALL_CLUSTERS: "weakref.WeakSet[OwnedCluster[Any]]" = weakref.WeakSet()

@@ -16,6 +16,8 @@ Where things are: :mod:`.checks` (checks, namespaces, results), :mod:`.rules` (s
 rules), :mod:`.exercises` (sources, templates, learner copies), :mod:`.kernel` and
 :mod:`.agent` (the line to the learner's kernel), :mod:`.wire` (plain data only),
 :mod:`.grader` (one submission), :mod:`.classroom` (a class, and the learner bundle).
+
+Layer: grading, below the app and above everything a lesson uses.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import json
 import traceback
 
 try:  # imported as a module (tests); in the kernel wire.py's names are already here
-    from .wire import NotPlainData, decode, encode  # noqa: F401
+    from .wire import NotPlainData, decode, encode
 except ImportError:
     pass
 

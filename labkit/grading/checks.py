@@ -177,7 +177,7 @@ def run_check(c: Check, ns: Any) -> CheckResult:
             status, earned, message = "error", 0, str(exc)
     except AssertionError as exc:
         status, earned, message = "failed", 0, str(exc) or "the result is not right"
-    except Exception as exc:  # the learner's code raised: say what, where, in one line
+    except Exception as exc:  # noqa: BLE001 - the learner's code raised: say what, where, in one line
         where = traceback.extract_tb(exc.__traceback__)[-1]
         status, earned = "error", 0
         message = f"{type(exc).__name__}: {exc} (line {where.lineno} of {Path(where.filename).name})"

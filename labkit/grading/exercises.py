@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Any, Optional
 
-from ..setup import step
+from ..runtime.steps import step
 from .checks import Exercise, GradingError, checks_in, load_module
 from .rules import Rules
 
@@ -49,7 +49,7 @@ def exercise_index() -> list[dict[str, Any]]:
     path = exercises_dir() / "exercises.toml"
     if not path.exists():
         return []
-    from ..environment import tomllib
+    from ..runtime.environment import tomllib
 
     with path.open("rb") as fh:
         return list(tomllib.load(fh).get("exercise", []))

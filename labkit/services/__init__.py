@@ -1,11 +1,13 @@
 """Processes that live beside a cluster's brokers: a schema registry, Kafka Connect workers, MirrorMaker 2.
 
-Each runs as a :class:`~labkit.processes.ManagedProcess` of the cluster's
-:class:`~labkit.processes.Supervisor` (so it dies with the kernel, even one killed
+Each runs as a :class:`~labkit.runtime.processes.ManagedProcess` of the cluster's
+:class:`~labkit.runtime.processes.Supervisor` (so it dies with the kernel, even one killed
 with SIGKILL), on its own loopback port, with its log in the cluster's directory, and
 is ready when its HTTP endpoint answers. ``cluster.stop()`` stops it before the
 brokers (the supervisor stops the newest processes first). A cluster labkit does not
 own (external) gets a supervisor of its own for its services, stopped with it.
+
+Layer: services, below the cluster (which starts them) and above the view and the teaching helpers.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Optional
 
-from ..processes import Supervisor
+from ..runtime.processes import Supervisor
 
 
 def supervisor_of(cluster: Any) -> Supervisor:

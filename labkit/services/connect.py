@@ -1,6 +1,6 @@
 """Kafka Connect beside a cluster: a distributed worker as a managed process, and its REST API from Python.
 
-    worker = cluster.connect()                  # starts a worker (or returns this cluster's running one)
+    worker = cluster.connect_worker()                  # starts a worker (or returns this cluster's running one)
     worker.create("file-source", {"connector.class": "FileStreamSource", "file": "/tmp/in.txt", "topic": "lines"})
     worker.wait_for("file-source")              # RUNNING, with its tasks RUNNING
     worker.status("file-source")                # the REST API's JSON: connector and task states, traces
@@ -24,7 +24,7 @@ measured on a 2-core machine:
 * its log (``connect.log`` in the worker's directory inside the cluster's) tags each line
   with the connector and task (``[file-source|task-0]``), without the client config dumps.
 
-A worker is a :class:`~labkit.processes.ManagedProcess` of the cluster's supervisor: it
+A worker is a :class:`~labkit.runtime.processes.ManagedProcess` of the cluster's supervisor: it
 stops with ``cluster.stop()`` (before the brokers) and dies with the kernel, even one
 killed with SIGKILL.
 """
@@ -38,14 +38,14 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
-from ..distribution import Distribution, ensure_distribution
-from ..environment import environments_dir
+from ..runtime.distribution import Distribution, ensure_distribution
+from ..runtime.environment import environments_dir
 from ..errors import LabkitError
-from ..jvm import find_java
-from ..maven import ArtifactSet, cached, jar_artifact, keep_missing_jars, resolve
-from ..processes import ManagedProcess, free_ports, tail
-from ..progress import Progress
-from ..setup import step
+from ..runtime.jvm import find_java
+from ..runtime.maven import ArtifactSet, cached, jar_artifact, keep_missing_jars, resolve
+from ..runtime.processes import ManagedProcess, free_ports, tail
+from ..runtime.progress import Progress
+from ..runtime.steps import step
 from . import http, java_options, replication_factor, service_dir, supervisor_of
 
 if TYPE_CHECKING:

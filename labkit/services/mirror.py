@@ -12,7 +12,7 @@
 ``MirrorHeartbeatConnector`` writes a heartbeat a second. Kafka ships two ways to run them:
 the dedicated ``connect-mirror-maker`` driver (its own embedded Connect workers, no REST
 API) or as ordinary connectors on a Connect cluster. The lab uses the second, with **one
-Connect worker per target cluster** (``target.connect()``, the worker the Connect part of a
+Connect worker per target cluster** (``target.connect_worker()``, the worker the Connect part of a
 lesson already uses), created through the REST API: the same status, pause/resume,
 restart and offsets calls as any connector; each flow starts within seconds of its
 ``PUT`` (no JVM to start); and a worker that outlives its source cluster simply resumes
@@ -47,7 +47,7 @@ from .mm2records import (SEPARATOR, Checkpoint, Heartbeat, OffsetSync, checkpoin
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..protocols import ClusterLike
+    from ..runtime.protocols import ClusterLike
 
 __all__ = [
     "LAB_SETTINGS", "Mirror", "mirror", "connector_configs", "alias_of", "replication_latency", "committed", "commit_offsets",
@@ -251,7 +251,7 @@ def mirror(source: "ClusterLike", target: "ClusterLike", topics: Union[str, Iter
     Aliases default to the clusters' labels (``start_clusters(["primary", "dr"])``). ``groups``: the
     consumer groups to checkpoint; ``sync_group_offsets``: also write their translated offsets into the
     target's groups (MirrorMaker's default: off). ``settings`` are MirrorMaker settings for the three
-    connectors, e.g. ``offset_lag_max=10``. Runs on ``worker`` (default: ``target.connect()``) and, with
+    connectors, e.g. ``offset_lag_max=10``. Runs on ``worker`` (default: ``target.connect_worker()``) and, with
     ``wait``, returns once the connectors run. Call again with other settings to update the flow.
     """
     source_alias = source_alias or alias_of(source, "source")
@@ -260,10 +260,10 @@ def mirror(source: "ClusterLike", target: "ClusterLike", topics: Union[str, Iter
         raise LabkitError(f"Both clusters are called {source_alias!r}.",
                           "Give them different aliases (source_alias=, target_alias=), or start them with "
                           "labkit.start_clusters([...]).")
-    worker = worker or target.connect()  # type: ignore[attr-defined]
+    worker = worker or target.connect_worker()  # type: ignore[attr-defined]
     if worker.cluster is not target and worker.properties.get("bootstrap.servers") != target.bootstrap_servers:
         raise LabkitError("MirrorMaker 2's connectors must run on a Connect worker of the target cluster "
-                          "(its producer writes the replicated records).", "Leave worker= out: target.connect().")
+                          "(its producer writes the replicated records).", "Leave worker= out: target.connect_worker().")
     configs = connector_configs(source, target, source_alias, target_alias, _pattern(topics), groups,
                                 sync_group_offsets, **settings)
     for name, config in configs.items():

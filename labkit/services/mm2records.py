@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 from ..records import read_all
 
 if TYPE_CHECKING:
-    from ..protocols import ClusterLike
+    from ..runtime.protocols import ClusterLike
 
 #: DefaultReplicationPolicy's separator: ``orders`` from ``primary`` is ``primary.orders`` on the target.
 SEPARATOR = "."

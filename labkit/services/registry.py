@@ -30,13 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from ..environment import environments_dir
+from ..runtime.environment import environments_dir
 from ..errors import DistributionError, LabkitError
-from ..jvm import find_java
-from ..maven import cache_dir, file_lock, repository
-from ..processes import ManagedProcess, free_ports
-from ..progress import Progress
-from ..setup import step
+from ..runtime.jvm import find_java
+from ..runtime.cache import cache_dir, file_lock
+from ..runtime.maven import repository
+from ..runtime.processes import ManagedProcess, free_ports
+from ..runtime.progress import Progress
+from ..runtime.steps import step
 from . import answers, http, java_options, service_dir, supervisor_of
 
 log = logging.getLogger(__name__)

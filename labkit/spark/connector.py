@@ -1,7 +1,7 @@
 """Spark's Kafka connector, resolved once into the lab's cache, and the Java Spark runs on.
 
 The connector (``org.apache.spark:spark-sql-kafka-0-10_2.13`` at the installed
-pyspark version) is resolved from Maven Central by :mod:`labkit.maven` -- the same
+pyspark version) is resolved from Maven Central by :mod:`labkit.runtime.maven` -- the same
 way Kafka's jars are -- and only the jars pyspark does not already ship are kept
 (the connector, its token provider, ``kafka-clients`` and ``commons-pool2``).
 ``labkit setup`` (``make setup``) pre-fetches them.
@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import LabkitError
-from ..jvm import find_java
-from ..maven import ArtifactSet, cached, jar_artifact, keep_missing_jars, resolve
-from ..progress import Progress
-from ..setup import step
+from ..runtime.jvm import find_java
+from ..runtime.maven import ArtifactSet, cached, jar_artifact, keep_missing_jars, resolve
+from ..runtime.progress import Progress
+from ..runtime.steps import step
 
 log = logging.getLogger(__name__)
 

@@ -53,8 +53,8 @@ labkit.setup_check()
 nb.code("""
 clusters = labkit.start_clusters(["primary", "dr"], profile="single-broker")
 primary, dr = clusters
-connect = primary.connect(wait=False)       # a Connect worker for each cluster, starting in the background
-dr_connect = dr.connect(wait=False)
+connect = primary.connect_worker(wait=False)       # a Connect worker for each cluster, starting in the background
+dr_connect = dr.connect_worker(wait=False)
 run = uuid.uuid4().hex[:6]
 workdir = Path(tempfile.mkdtemp(prefix="lesson10-"))
 clusters

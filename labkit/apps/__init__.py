@@ -1,0 +1,6 @@
+"""Programs labkit runs as child processes (layer: apps, above the runtime only).
+
+``member``: one consumer-group member (``python -m labkit.apps.member``), started,
+crashed and frozen by :class:`labkit.workloads.Group`. A child imports nothing above
+this layer, so what it runs is exactly what the lesson shows.
+"""
