@@ -1,7 +1,14 @@
-"""Reading a cluster's state back: topics, partitions, leaders, ISR, offsets.
+"""A cluster's state read back, and changed so that every broker agrees.
 
-Thin, typed wrappers over confluent-kafka's AdminClient that return small
-dataclasses with a pandas view and a notebook rendering.
+Reading (an ``AdminClient`` is enough): :func:`describe_topic` returns small dataclasses
+(leaders, replicas, ISR, offsets) with a pandas view and a notebook rendering;
+:func:`list_topics`, :func:`broker_ids`, :func:`describe_configs`.
+
+Changing (these take the cluster: they ask every broker): :func:`create_topic`,
+:func:`delete_topic`, :func:`add_partitions`, :func:`alter_configs`, :func:`create_acls`,
+:func:`delete_acls`. Each returns only when every live broker answers with the new state
+(:mod:`labkit.runtime.agreement`), not when the controller acknowledged it — so the next
+cell can ask any broker.
 """
 
 from __future__ import annotations
@@ -13,20 +20,23 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 
 from .errors import ClusterStateError
+from .runtime import agreement
+from .runtime.librdkafka import quiet
+from .runtime.protocols import ClusterLike
+from .waiting import Wait
 
 log = logging.getLogger(__name__)
-_rdkafka_log = logging.getLogger("labkit.librdkafka")
+
+#: Client config that routes librdkafka's log lines to Python logging (quiet in notebooks).
+client_logging = quiet
 
 
-def client_logging() -> dict[str, Any]:
-    """Client config that routes librdkafka's log lines to Python logging (quiet in notebooks)."""
-    return {"logger": _rdkafka_log, "error_cb": lambda err: _rdkafka_log.debug("client error: %s", err)}
-
-
-def make_admin(bootstrap_servers: str, **config: Any) -> AdminClient:
+def make_admin(bootstrap_servers: str, warm: bool = True, **config: Any) -> AdminClient:
+    """An AdminClient with the lab's client settings; ``warm`` (the default): ready for any request (see
+    :func:`warm_up`). Every AdminClient labkit uses is made here."""
     conf = {
         "bootstrap.servers": bootstrap_servers,
         "socket.connection.setup.timeout.ms": 3000,
@@ -35,7 +45,28 @@ def make_admin(bootstrap_servers: str, **config: Any) -> AdminClient:
         **client_logging(),
     }
     conf.update(config)
-    return AdminClient(conf)
+    client = AdminClient(conf)
+    if warm:
+        warm_up(client)
+    return client
+
+
+def warm_up(client: Any, timeout: float = 5.0) -> None:
+    """Ask for metadata until a broker the client learned answers (not the bootstrap connection).
+
+    librdkafka (2.10+) removes the bootstrap connection once the first metadata answer has listed
+    the brokers; a request queued on it at that moment fails with ``_DESTROY_BROKER`` (a fresh
+    client's ``create_topics`` did, under load). An answer from a learned broker means the
+    bootstrap connection is gone from the choice, so every later request goes to a learned
+    broker. With no broker answering, the caller's own request will say so.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if client.list_topics(timeout=max(0.2, deadline - time.monotonic())).orig_broker_id != -1:
+                return
+        except KafkaException:
+            return
 
 
 @dataclass(frozen=True)
@@ -165,33 +196,67 @@ def _offsets(admin: AdminClient, topic: str, partitions: list[int], spec: Offset
     return out
 
 
-def create_topic(admin: AdminClient, name: str, partitions: int = 3, replication_factor: int = -1,
-                 config: Optional[Mapping[str, Any]] = None, timeout: float = 15.0,
-                 exist_ok: bool = False) -> None:
-    """Create a topic and wait until the controller has accepted it."""
+def create_topic(cluster: ClusterLike, name: str, partitions: int = 3, replication_factor: int = -1,
+                 config: Optional[Mapping[str, Any]] = None, timeout: float = 60.0, exist_ok: bool = False) -> None:
+    """Create a topic; return when every live broker knows it, each partition led.
+
+    A topic that exists already is returned as it is when it has the partitions (and the replication
+    factor, when one is given) asked for — so a cell that creates its topic can run twice — and is an
+    error otherwise; ``exist_ok=True`` accepts it whatever its shape.
+    """
     cfg = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (config or {}).items()}
     new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=cfg)
-    for attempt in (1, 2):
-        futures = admin.create_topics([new], operation_timeout=timeout, request_timeout=timeout)
-        try:
-            futures[name].result(timeout=timeout)
-            return
-        except KafkaException as exc:
-            err = exc.args[0]
-            if err.code() == KafkaError._DESTROY_BROKER and attempt == 1:
-                # A fresh client's first request can go out on a bootstrap connection that librdkafka retires
-                # once it has learned the brokers; the request may have reached the controller: ask again.
-                exist_ok = True
-                continue
-            if exist_ok and err.name() == "TOPIC_ALREADY_EXISTS":
-                return
+    futures = cluster.admin().create_topics([new], operation_timeout=timeout, request_timeout=timeout)
+    try:
+        futures[name].result(timeout=timeout)
+    except KafkaException as exc:
+        err = exc.args[0]
+        if err.name() != "TOPIC_ALREADY_EXISTS":
             raise ClusterStateError(f"Could not create topic {name!r}: {err.str()}",
-                                    "Check the partition count, replication factor (<= live brokers) and configs.") from exc
+                                    "Check the partition count, replication factor (<= live brokers) and "
+                                    "configs.") from exc
+        if not exist_ok:
+            _same_shape(cluster, name, partitions, replication_factor)
+    agreement.agree(cluster, f"topic {name!r} created", agreement.topic_known(cluster, name), timeout=timeout)
+    agreement.agree(cluster, f"topic {name!r} led", agreement.topic_partitions(cluster, name), timeout=timeout)
 
 
-def delete_topic(admin: AdminClient, name: str, timeout: float = 15.0) -> None:
-    futures = admin.delete_topics([name], operation_timeout=timeout, request_timeout=timeout)
-    futures[name].result(timeout=timeout)
+def _same_shape(cluster: ClusterLike, name: str, partitions: int, replication_factor: int) -> None:
+    found = cluster.admin().list_topics(topic=name, timeout=10).topics[name]
+    have = len(found.partitions)
+    factor = len(next(iter(found.partitions.values())).replicas) if found.partitions else 0
+    if have != partitions or (replication_factor != -1 and factor != replication_factor):
+        raise ClusterStateError(
+            f"Topic {name!r} already exists with {have} partitions and replication factor {factor} "
+            f"(asked: {partitions} and {'the default' if replication_factor == -1 else replication_factor}).",
+            "Delete it first (cluster.delete_topic) or pick another name.")
+
+
+def delete_topic(cluster: ClusterLike, name: str, timeout: float = 60.0) -> None:
+    """Delete a topic; return when no live broker knows it any more."""
+    futures = cluster.admin().delete_topics([name], operation_timeout=timeout, request_timeout=timeout)
+    try:
+        futures[name].result(timeout=timeout)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+            raise ClusterStateError(f"Could not delete topic {name!r}: {exc.args[0].str()}",
+                                    "Check the name (cluster.topics()).") from exc
+    agreement.agree(cluster, f"topic {name!r} deleted", agreement.topic_known(cluster, name, known=False),
+                    timeout=timeout)
+
+
+def add_partitions(cluster: ClusterLike, name: str, total: int, timeout: float = 60.0) -> None:
+    """Grow ``name`` to ``total`` partitions (never fewer: partitions cannot be removed); return when every
+    live broker's metadata has them, each led — so the next producer sees the new count wherever it asks."""
+    futures = cluster.admin().create_partitions([NewPartitions(name, total)], operation_timeout=timeout,
+                                                request_timeout=timeout)
+    try:
+        futures[name].result(timeout=timeout)
+    except KafkaException as exc:
+        raise ClusterStateError(f"Could not grow {name!r} to {total} partitions: {exc.args[0].str()}",
+                                "A topic can only gain partitions: give a total above its count now.") from exc
+    agreement.agree(cluster, f"{name!r} with {total} partitions",
+                    agreement.topic_partitions(cluster, name, count=total), timeout=timeout)
 
 
 def list_topics(admin: AdminClient, internal: bool = False, timeout: float = 10.0) -> list[str]:
@@ -216,13 +281,25 @@ def _resource(kind: str, name: str, settings: Optional[Mapping[str, Any]] = None
     return ConfigResource(types[kind], name, incremental_configs=entries or None)
 
 
-def alter_configs(admin: AdminClient, kind: str, name: str, settings: Mapping[str, Any],
-                  timeout: float = 15.0) -> None:
+def alter_configs(cluster: ClusterLike, kind: str, name: str, settings: Mapping[str, Any],
+                  timeout: float = 60.0) -> None:
     """Set dynamic configs of a ``"topic"`` or a ``"broker"`` (named by its id: librdkafka cannot address the
-    cluster-wide default)."""
-    futures = admin.incremental_alter_configs([_resource(kind, name, settings)], request_timeout=timeout)
+    cluster-wide default); return when every live broker (for a broker's config: that broker) reports them."""
+    resource = _resource(kind, name, settings)
+    futures = cluster.admin().incremental_alter_configs([resource], request_timeout=timeout)
     for future in futures.values():
         future.result(timeout=timeout)
+    wanted = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in settings.items()}
+    if kind == "topic":
+        agreement.agree(cluster, f"{name!r} configured", agreement.topic_configs(cluster, name, dict(wanted)),
+                        timeout=timeout)
+        return
+
+    def applied() -> bool:
+        have = describe_configs(cluster.admin(), "broker", name, timeout=5)
+        return all(have.get(k) == v for k, v in wanted.items())
+
+    Wait(f"broker {name} to report {wanted}", timeout=timeout, interval=0.05).until(applied)
 
 
 def describe_configs(admin: AdminClient, kind: str, name: str, timeout: float = 15.0) -> dict[str, str]:
@@ -230,3 +307,31 @@ def describe_configs(admin: AdminClient, kind: str, name: str, timeout: float = 
     futures = admin.describe_configs([_resource(kind, name)], request_timeout=timeout)
     entries = next(iter(futures.values())).result(timeout=timeout)
     return {key: entry.value for key, entry in entries.items()}
+
+
+def create_acls(cluster: ClusterLike, bindings: list[Any], timeout: float = 60.0) -> None:
+    """Add ACL bindings (``confluent_kafka.admin.AclBinding``); return when every live broker's authorizer has them."""
+    for future in cluster.admin().create_acls(list(bindings), request_timeout=15).values():
+        future.result(timeout=timeout)
+    filters = [exact_filter(b) for b in bindings]
+    agreement.agree(cluster, f"{len(filters)} ACL(s) granted", agreement.acls_present(cluster, filters),
+                    timeout=timeout)
+
+
+def delete_acls(cluster: ClusterLike, filters: list[Any], timeout: float = 60.0) -> list[Any]:
+    """Remove the ACL bindings matching ``filters`` (``AclBindingFilter``); return the removed bindings once no
+    live broker's authorizer has them."""
+    removed = [b for f in cluster.admin().delete_acls(list(filters), request_timeout=15).values()
+               for b in f.result(timeout=timeout)]
+    agreement.agree(cluster, f"{len(removed)} ACL(s) removed",
+                    agreement.acls_present(cluster, [exact_filter(b) for b in removed], present=False),
+                    timeout=timeout)
+    return removed
+
+
+def exact_filter(binding: Any) -> Any:
+    """The filter that matches exactly ``binding`` (an ``AclBinding``)."""
+    from confluent_kafka.admin import AclBindingFilter
+
+    return AclBindingFilter(binding.restype, binding.name, binding.resource_pattern_type, binding.principal,
+                            binding.host, binding.operation, binding.permission_type)

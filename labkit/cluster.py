@@ -149,12 +149,13 @@ class Cluster:
             self._admin = self.admin_for()
         return self._admin
 
-    def admin_for(self, addresses: Optional[str] = None, **config: Any) -> AdminClient:
-        """A new AdminClient with this cluster's settings, talking to ``addresses`` only when given."""
+    def admin_for(self, addresses: Optional[str] = None, warm: bool = True, **config: Any) -> AdminClient:
+        """A new AdminClient with this cluster's settings, talking to ``addresses`` only when given; ``warm=False``
+        skips asking the brokers for metadata first (for probes of brokers that may not answer)."""
         conf = self.client_config(**config)
         bootstrap = addresses or conf.pop("bootstrap.servers")
         conf.pop("bootstrap.servers", None)
-        return _admin.make_admin(bootstrap, **conf)
+        return _admin.make_admin(bootstrap, warm=warm, **conf)
 
     def producer(self, user: Optional[str] = None, mtls: bool = False, **config: Any) -> Producer:
         """A confluent-kafka Producer on this cluster (``acks=all`` etc. as keyword args; ``user`` on a secured one)."""
@@ -174,15 +175,38 @@ class Cluster:
 
     def create_topic(self, name: str, partitions: int = 3, replication_factor: int = -1,
                      config: Optional[Mapping[str, Any]] = None, exist_ok: bool = False) -> str:
-        """Create a topic (waits until it exists); returns its full name."""
+        """Create a topic; returns its full name once every live broker knows it, each partition led.
+
+        Running the same cell again is fine: a topic that exists with the partitions (and replication
+        factor) asked for is returned as it is (``exist_ok=True``: whatever its shape).
+        """
         full = self.topic_name(name)
-        _admin.create_topic(self.admin(), full, partitions, replication_factor, config, exist_ok=exist_ok)
-        Wait(f"topic {full!r} to have leaders", timeout=30).until(
-            lambda: all(p.leader is not None for p in self.describe_topic(full).partitions))
+        _admin.create_topic(self, full, partitions, replication_factor, config, exist_ok=exist_ok)
         return full
 
     def delete_topic(self, name: str) -> None:
-        _admin.delete_topic(self.admin(), self.topic_name(name))
+        """Delete a topic; returns once no live broker knows it."""
+        _admin.delete_topic(self, self.topic_name(name))
+
+    def add_partitions(self, name: str, total: int) -> None:
+        """Grow a topic to ``total`` partitions; returns once every live broker's metadata has them."""
+        _admin.add_partitions(self, self.topic_name(name), total)
+
+    def alter_configs(self, kind: str, name: str, settings: Mapping[str, Any]) -> None:
+        """Set dynamic configs of a ``"topic"`` or a ``"broker"`` (by id); returns once the brokers report them."""
+        _admin.alter_configs(self, kind, self.topic_name(name) if kind == "topic" else name, settings)
+
+    def describe_configs(self, kind: str, name: str) -> dict[str, str]:
+        """Every config of a ``"topic"`` or a ``"broker"`` (by id) as the cluster reports it, defaults included."""
+        return _admin.describe_configs(self.admin(), kind, self.topic_name(name) if kind == "topic" else name)
+
+    def create_acls(self, bindings: list[Any]) -> None:
+        """Grant ACL bindings; returns once every live broker's authorizer has them."""
+        _admin.create_acls(self, bindings)
+
+    def delete_acls(self, filters: list[Any]) -> list[Any]:
+        """Remove the ACL bindings matching ``filters``; returns them once no live broker has them."""
+        return _admin.delete_acls(self, filters)
 
     def topics(self, internal: bool = False) -> list[str]:
         return _admin.list_topics(self.admin(), internal=internal)
@@ -299,9 +323,10 @@ class Cluster:
         return _admin.broker_ids(self.admin())
 
     def tool(self, tool: str, *args: str, check: bool = True, timeout: float = 120.0,
-             input: Optional[str] = None) -> ToolResult:
-        """Run one of Kafka's command-line tools against this cluster, e.g. ``tool("kafka-topics", "--list")``."""
-        return run_tool(tool, *args, cluster=self, check=check, timeout=timeout, input=input)
+             input: Optional[str] = None, version: Optional[str] = None) -> ToolResult:
+        """Run one of Kafka's command-line tools against this cluster, e.g. ``tool("kafka-topics", "--list")``
+        (``version``: that cached Kafka release's tool)."""
+        return run_tool(tool, *args, cluster=self, check=check, timeout=timeout, input=input, version=version)
 
     # ---- fault injection (backends that own their brokers override these)
     def _unsupported(self, what: str) -> UnsupportedOperation:
@@ -322,6 +347,18 @@ class Cluster:
 
     def resume_broker(self, broker_id: int) -> None:
         raise self._unsupported("Resuming a broker")
+
+    def add_broker(self, rack: Optional[str] = None, controller: bool = False) -> Broker:
+        """Start one more broker (native backend: :mod:`labkit.backends.topology`)."""
+        raise self._unsupported("Adding a broker")
+
+    def remove_broker(self, broker_id: int, force: bool = False) -> None:
+        """Stop a broker for good and unregister it (native backend)."""
+        raise self._unsupported("Removing a broker")
+
+    def restart_broker(self, broker_id: int, version: Optional[str] = None) -> None:
+        """Stop a broker gracefully and start it again, on another Kafka release when asked (native backend)."""
+        raise self._unsupported("Restarting a broker")
 
     def broker_log(self, broker_id: int, lines: int = 50, file: str = "server",
                    grep: Optional[str] = None) -> str:

@@ -12,6 +12,7 @@ then: retries with several requests in flight, where order is at stake
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections import Counter
@@ -23,7 +24,7 @@ from .errors import LabkitError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .runtime.protocols import OwnedClusterLike
+    from .runtime.protocols import ClusterLike, OwnedClusterLike
 
 
 def record_id(i: int, tag: str = "id") -> bytes:
@@ -161,7 +162,7 @@ def produce_through_refusals(cluster: "OwnedClusterLike", topic: str, runs: Mapp
         def apply() -> None:
             if n == 2:
                 time.sleep(hold)
-            alter_configs(cluster.admin(), "topic", topic, {"min.insync.replicas": n})
+            alter_configs(cluster, "topic", topic, {"min.insync.replicas": n})
         return apply
 
     step = max(count // (refusals + 1), 2)
@@ -179,7 +180,7 @@ def produce_through_refusals(cluster: "OwnedClusterLike", topic: str, runs: Mapp
             results[label] = produce_and_count(cluster, topic, count=count, pace=pace, keyed=False,
                                                actions=actions, **config)
     finally:
-        alter_configs(cluster.admin(), "topic", topic, {"min.insync.replicas": 2})
+        alter_configs(cluster, "topic", topic, {"min.insync.replicas": 2})
         cluster.start_broker(follower)
         cluster.wait_for_isr(topic)
     return results
@@ -190,3 +191,156 @@ def counts_frame(counts: Mapping[str, ProduceCount]) -> "pd.DataFrame":
     import pandas as pd
 
     return pd.DataFrame([c.as_row(label) for label, c in counts.items()]).set_index("run")
+
+
+@dataclass
+class TrafficCount:
+    """What a :class:`Traffic` run sent, what the broker kept, and what its consumer read."""
+
+    sent: int
+    acked: int
+    failed: int
+    stored: int
+    #: Acknowledged but not stored: lost.
+    lost: int
+    #: Extra stored copies (a retried request the broker had already written).
+    duplicates: int
+    consumed: int
+    #: Acknowledged records the consumer never read / read more than once.
+    unread: int
+    reread: int
+    #: Records the producer sent more than once (librdkafka's ``txmsgs`` beyond those acknowledged: resent
+    #: after a NOT_LEADER_OR_FOLLOWER or a lost connection) and partition-leader changes it saw.
+    retries: int
+    leader_changes: int
+    errors: Counter = field(default_factory=Counter)
+    seconds: float = 0.0
+
+    def as_row(self, label: str = "") -> dict[str, Any]:
+        row = {"sent": self.sent, "acknowledged": self.acked, "failed": self.failed, "lost (acked, not stored)": self.lost,
+               "duplicates": self.duplicates, "consumed": self.consumed, "unread": self.unread, "read twice": self.reread,
+               "sent again": self.retries, "leader changes seen": self.leader_changes}
+        return {"run": label, **row} if label else row
+
+    def _repr_html_(self) -> str:
+        import pandas as pd
+
+        return pd.DataFrame([self.as_row()]).to_html(index=False)
+
+
+class Traffic:
+    """An ``acks=all`` producer and a consumer group member running in the background (threads of this
+    process) while you operate the cluster; :meth:`stop` counts what was lost or duplicated.
+
+    ``rate`` records per second, keyed (so every partition gets some) and numbered like
+    :func:`produce_and_count`'s; the producer retries for up to ``delivery.timeout.ms`` (2 minutes) by
+    default, as a real one would. ``with Traffic(cluster, topic) as t: ...`` stops it at the end.
+    """
+
+    def __init__(self, cluster: "ClusterLike", topic: str, rate: float = 200.0, group: Optional[str] = None,
+                 **producer_config: Any) -> None:
+        from .clientstats import ClientStats
+
+        self.cluster, self.topic, self.rate = cluster, topic, rate
+        self.group = group or f"traffic-{uuid.uuid4().hex[:8]}"
+        self.tag = uuid.uuid4().hex[:8]
+        self.stats = ClientStats()
+        self._config = {"acks": "all", "linger_ms": 5, **producer_config}
+        self.sent = 0
+        self._acked: list[bytes] = []
+        self._errors: Counter = Counter()
+        self._consumed: list[bytes] = []
+        self._stop = threading.Event()
+        self._failure: Optional[BaseException] = None
+        self._threads: list[threading.Thread] = []
+        self._t0 = 0.0
+        self._deadline = float("inf")
+
+    def __enter__(self) -> "Traffic":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._threads:
+            self.stop()
+
+    @property
+    def acked(self) -> int:
+        return len(self._acked)
+
+    def start(self) -> "Traffic":
+        self._t0 = time.monotonic()
+        self._threads = [threading.Thread(target=self._guard, args=(fn,), daemon=True, name=f"traffic-{name}")
+                         for name, fn in (("producer", self._produce), ("consumer", self._consume))]
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def _guard(self, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised by stop()
+            self._failure = exc
+
+    def _produce(self) -> None:
+        producer = self.cluster.producer(**self._config, **self.stats.config(interval_ms=250))
+
+        def on_delivery(err: Any, msg: Any) -> None:
+            if err is None:
+                self._acked.append(msg.value())
+            else:
+                self._errors[err.name()] += 1
+
+        while not self._stop.is_set():
+            due = int((time.monotonic() - self._t0) * self.rate) + 1
+            while self.sent < due:
+                try:
+                    producer.produce(self.topic, key=str(self.sent % 64).encode(), value=record_id(self.sent, self.tag),
+                                     on_delivery=on_delivery)
+                    self.sent += 1
+                except BufferError:
+                    break
+            producer.poll(0.02)
+        producer.flush(150)
+        producer.poll(0.3)  # the last statistics report
+
+    def _consume(self) -> None:
+        consumer = self.cluster.consumer(self.group, enable_auto_commit=True)  # type: ignore[attr-defined]
+        consumer.subscribe([self.topic])
+        try:
+            while not (self._stop.is_set() and not self._threads[0].is_alive()
+                       and set(self._consumed) >= set(self._acked)):
+                msg = consumer.poll(0.2)
+                if msg is not None and not msg.error() and msg.value() and msg.value().startswith(self.tag.encode()):
+                    self._consumed.append(msg.value())
+                if self._stop.is_set() and time.monotonic() > self._deadline:
+                    break
+        finally:
+            consumer.close()
+
+    def stop(self, timeout: float = 180.0) -> TrafficCount:
+        """Stop producing, wait for every acknowledgement and for the consumer to read them, then count."""
+        self._deadline = time.monotonic() + timeout
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout)
+        seconds = time.monotonic() - self._t0
+        if self._failure is not None:
+            raise self._failure
+        prefix = self.tag.encode()
+        stored = Counter(r.value for r in self.cluster.read_all(self.topic) if r.value and r.value.startswith(prefix))
+        consumed = Counter(self._consumed)
+        acked = set(self._acked)
+        leaders: dict[tuple[str, int], list[Any]] = {}
+        for report in self.stats.reports:
+            for pid, p in report.get("topics", {}).get(self.topic, {}).get("partitions", {}).items():
+                seen = leaders.setdefault((self.topic, int(pid)), [])
+                if int(pid) >= 0 and p.get("leader", -1) >= 0 and (not seen or seen[-1] != p["leader"]):
+                    seen.append(p["leader"])
+        last = self.stats.latest or {}
+        return TrafficCount(
+            sent=self.sent, acked=len(self._acked), failed=sum(self._errors.values()), stored=sum(stored.values()),
+            lost=sum(1 for v in acked if v not in stored), duplicates=sum(n - 1 for n in stored.values() if n > 1),
+            consumed=len(self._consumed), unread=sum(1 for v in acked if v not in consumed),
+            reread=sum(n - 1 for n in consumed.values() if n > 1),
+            retries=max(last.get("txmsgs", 0) - len(self._acked), 0),
+            leader_changes=sum(max(len(s) - 1, 0) for s in leaders.values()), errors=self._errors, seconds=seconds)

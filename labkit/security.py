@@ -180,23 +180,19 @@ def describe_acls(cluster: "ClusterLike", principal: Optional[str] = None, timeo
     return acl_table(cluster.admin().describe_acls(every, request_timeout=timeout).result())
 
 
-def wait_for_acls(cluster: "ClusterLike", bindings: Iterable[Any], timeout: float = 30.0) -> None:
-    """Wait until each broker answers with every one of ``bindings`` (``AclBinding``s just created).
+def wait_for_acls(cluster: "ClusterLike", bindings: Iterable[Any], timeout: float = 60.0) -> None:
+    """Wait until every live broker's authorizer has every one of ``bindings`` (``AclBinding``s just created).
 
     ``create_acls`` returns once the controller committed the ACLs to the metadata log; each broker's
     authorizer applies them when it has read that far -- within milliseconds usually, seconds on a loaded
-    machine, and until then that broker still refuses. Each broker is asked on its own connection.
+    machine, and until then that broker still refuses. Each broker is asked itself
+    (:func:`labkit.runtime.agreement.acls_present`). ``cluster.create_acls`` grants and waits in one call.
     """
-    from confluent_kafka.admin import AclBindingFilter
+    from .admin import exact_filter
+    from .runtime import agreement
 
-    from .waiting import Wait
-
-    wanted = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation,
-                               b.permission_type) for b in bindings]
-    for address in cluster.client_config()["bootstrap.servers"].split(","):
-        admin = cluster.admin_for(address)
-        Wait(f"the new ACLs on the broker at {address}", timeout=timeout, interval=0.2).until(
-            lambda: all(admin.describe_acls(f, request_timeout=5).result() for f in wanted))  # noqa: B023 - waited here
+    wanted = [exact_filter(b) for b in bindings]
+    agreement.agree(cluster, f"{len(wanted)} ACL(s) granted", agreement.acls_present(cluster, wanted), timeout=timeout)
 
 
 # ---------------------------------------------------------------------------------------------- stored credentials

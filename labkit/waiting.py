@@ -1,12 +1,15 @@
 """Waiting for things with a deadline, never with a bare sleep.
 
 A :class:`Wait` polls a condition every ``interval`` seconds until it returns a
-truthy value or ``timeout`` passes; on timeout it raises :class:`WaitTimeout`
-carrying the last thing it saw and whatever evidence the caller can add.
+truthy value or ``timeout`` passes; on timeout it raises :class:`WaitTimeout`: one
+paragraph with what it waited for, the last thing it saw, the machine's load (a
+busy machine is the usual reason a wait runs out) and what to try, then whatever
+evidence the caller can add.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional, TypeVar
@@ -47,6 +50,22 @@ class Wait:
             if time.monotonic() >= deadline:
                 extra = self.evidence() if self.evidence is not None else ""
                 raise WaitTimeout(
-                    f"Timed out after {self.timeout:.0f}s waiting for {self.what} (last seen: {last}).",
-                    self.hint, evidence=extra)
+                    f"Timed out after {self.timeout:.0f} s waiting for {self.what} (last seen: {last}). "
+                    f"{machine_load()}", self.hint or SLOW_HINT, evidence=extra)
             time.sleep(min(self.interval, max(0.0, deadline - time.monotonic())))
+
+
+#: What to try when a wait ran out and its caller had nothing more specific to say.
+SLOW_HINT = ("Run the cell again; if it keeps happening, close other programs (or stop other notebooks' "
+             "clusters with cluster.stop()) and check `labkit doctor`.")
+
+
+def machine_load() -> str:
+    """One sentence on how busy this machine is (the 1-minute load average against its cores)."""
+    try:
+        one = os.getloadavg()[0]
+    except OSError:
+        return ""
+    cores = os.cpu_count() or 1
+    busy = " — busy: other programs compete for the CPU" if one > cores else ""
+    return f"The machine's load average was {one:.1f} on {cores} cores{busy}."

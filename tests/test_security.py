@@ -320,3 +320,38 @@ def test_a_notebook_attaches_to_a_secured_cluster_with_its_client_config(secured
     assert topic in secured.topics()
     assert list(security.describe_acls(attached).columns) == security.ACL_COLUMNS  # as the admin
     attached.stop()
+
+
+@pytest.mark.integration
+def test_acls_granted_and_removed_on_every_broker(secured, unique):
+    from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,
+                                       ResourcePatternType, ResourceType)
+
+    from labkit import admin
+    from labkit.runtime import agreement
+
+    topic = unique("acl")
+    binding = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:zoe", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+    secured.create_acls([binding])
+    for broker in secured.brokers:
+        client = agreement.pinned_admin(secured, broker)
+        assert client.describe_acls(admin.exact_filter(binding), request_timeout=5).result()
+    removed = secured.delete_acls([AclBindingFilter(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, None,
+                                                    None, AclOperation.ANY, AclPermissionType.ANY)])
+    assert len(removed) == 1
+    for broker in secured.brokers:
+        client = agreement.pinned_admin(secured, broker)
+        assert not client.describe_acls(admin.exact_filter(binding), request_timeout=5).result()
+
+
+@pytest.mark.integration
+def test_a_new_scram_user_is_accepted_by_every_broker_when_add_user_returns(secured, unique):
+    from labkit.runtime import agreement
+
+    name = unique("user")
+    secured.add_user(name, "pw-" + name)
+    verdicts = [agreement.user_accepted(secured, secured.client_config(user=name))(b) for b in secured.brokers]
+    assert all(ok for ok, _ in verdicts), verdicts
+    wrong = {**secured.client_config(user=name), "sasl.password": "not-it"}
+    assert all(not ok for ok, _ in (agreement.user_accepted(secured, wrong)(b) for b in secured.brokers))

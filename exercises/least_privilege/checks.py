@@ -339,12 +339,12 @@ def run_scenario(ns, names: Names) -> Outcome:
     assert seed.flush(15) == 0, "the grader could not write its own records"
     producer, consumer = (Actor(creds[role]["username"], as_user(cluster, creds[role]))
                           for role in ("producer", "consumer"))
+    settled(cluster, [producer.settings, consumer.settings])
 
-    # what each job needs (tried again if refused at once: a grant reaches every broker through the metadata log)
-    out.produced = eventually(lambda: transact(producer.settings, names), lambda r: r)
-    out.consumed, out.consume_error, out.committed_offsets = eventually(
-        lambda: read(consumer.settings, names.topic, names.group, subscribe=True, want=len(COMMITTED), timeout=30,
-                     commit=True), lambda r: r[1])
+    # what each job needs
+    out.produced = transact(producer.settings, names)
+    out.consumed, out.consume_error, out.committed_offsets = read(
+        consumer.settings, names.topic, names.group, subscribe=True, want=len(COMMITTED), timeout=30, commit=True)
 
     # what neither job needs
     tries: list[tuple[str, str, Callable[[], str]]] = [
@@ -397,15 +397,20 @@ def run_scenario(ns, names: Names) -> Outcome:
     return out
 
 
-def eventually(attempt: Callable[[], Any], error_of: Callable[[Any], str], tries: int = 3, pause: float = 1.0) -> Any:
-    """``attempt()``, again after ``pause`` while what it returns is an authorization refusal (``error_of``): ACLs
-    created a moment ago may not have reached the broker that answers yet."""
-    for i in range(tries):
-        result = attempt()
-        if "AUTHORIZATION_FAILED" not in error_of(result) or i == tries - 1:
-            return result
-        time.sleep(pause)
-    raise AssertionError("unreachable")
+def settled(cluster, users: list[dict[str, Any]]) -> None:
+    """Wait until every broker has what the learner's code did: its users' credentials (each broker authenticates
+    them — or a wrong password is left for the probes to show) and its ACLs (a marker ACL added after them has
+    reached every broker's authorizer). The learner's calls returned when the controller had committed them;
+    each broker applies them a moment later, seconds later on a loaded machine."""
+    from labkit.errors import WaitTimeout
+    from labkit.runtime import agreement
+
+    for settings in users:
+        try:
+            agreement.agree(cluster, "the learner's user", agreement.user_accepted(cluster, settings), timeout=30)
+        except WaitTimeout:
+            pass  # a password the learner got wrong: the probes below say so
+    agreement.acl_barrier(cluster)
 
 
 _OUTCOMES: "weakref.WeakKeyDictionary[Any, dict[str, Any]]" = weakref.WeakKeyDictionary()

@@ -46,7 +46,7 @@ VISIBLE_KEEP_TOMBSTONE_MS = 3000
 def fast_cleaner(cluster: Any) -> None:
     """The grader's brokers: their log cleaner looks for work every CLEANER_BACKOFF_MS (a dynamic broker setting)."""
     for broker in cluster.brokers:
-        alter_configs(cluster.admin(), "broker", str(broker.id), {"log.cleaner.backoff.ms": CLEANER_BACKOFF_MS})
+        alter_configs(cluster, "broker", str(broker.id), {"log.cleaner.backoff.ms": CLEANER_BACKOFF_MS})
 
 
 def learner_config(ns: Any, max_dirty_ms: int, keep_tombstone_ms: int) -> dict[str, str]:

@@ -26,12 +26,14 @@ from ..runtime.distribution import Distribution, ensure_distribution
 from ..runtime.jvm import find_java
 from ..runtime.environment import kafka_spec
 from ..errors import BrokerStartError, ClusterStateError, PortInUseError, ProcessStartError
+from ..runtime import agreement
 from ..runtime.processes import ManagedProcess, Supervisor, free_ports, tail
 from ..runtime.profiles import render_value, validate_settings
 from ..runtime.progress import Progress
 from ..cluster import Broker
 from .secured import ADMIN, SECURED_LISTENERS, CertificateAuthority, SecuredCluster, format_arguments
 from .owned import Node, OwnedCluster, data_root, kraft_properties
+from .topology import Topology
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,9 @@ class NativeNode(Node):
     metrics_port: Optional[int] = None
     #: Listener name -> the ``host:port`` this node advertises instead of its own (``NativeCluster.advertise``).
     advertised: dict[str, str] = field(default_factory=dict)
+    #: The Kafka release this node runs (a rolling upgrade changes it node by node) and its ``broker.rack``.
+    version: str = ""
+    rack: Optional[str] = None
 
     @property
     def log_path(self) -> Path:
@@ -65,15 +70,17 @@ class NativeNode(Node):
         return self.process is not None and self.process.running
 
 
-class NativeCluster(OwnedCluster[NativeNode]):
+class NativeCluster(Topology, OwnedCluster[NativeNode]):
     """A Kafka cluster of JVMs on this machine, owned by this Python process."""
 
     backend = "native"
     #: Asked every 50 ms while starting, through a client that retries refused connections within 200 ms.
     poll_interval = 0.05
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, kafka_version: Optional[str] = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        #: The Kafka release its nodes start on (None: the lab's; see ``Topology._default_version``).
+        self.kafka_version = kafka_version
         self.data_dir: Optional[Path] = None
         self.distribution: Optional[Distribution] = None
         #: Write the broker class-data archive here when node 1 exits cleanly (``labkit setup``).
@@ -117,6 +124,7 @@ class NativeCluster(OwnedCluster[NativeNode]):
                 [UserScramCredentialUpsertion(name, info, password.encode())]).values():
             future.result()
         self.security.users[name] = password
+        agreement.agree(self, f"SCRAM user {name!r} accepted", agreement.user_accepted(self, self.client_config(name)))
 
     def tool_config(self) -> Optional[Path]:
         return self.security.properties_file() if self.security else None
@@ -188,16 +196,16 @@ class NativeCluster(OwnedCluster[NativeNode]):
         self.start_broker(broker_id, timeout=timeout)
 
     def _summary(self) -> str:
-        version = self.distribution.version if self.distribution else kafka_spec().version
-        return f"{self.profile}, Kafka {version}, native JVMs"
+        versions = sorted({n.version for n in self._nodes.values() if n.version}) or [kafka_spec().version]
+        return f"{self.profile}, Kafka {' + '.join(versions)}, native JVMs"
 
     # ------------------------------------------------------------ start and stop
     def _start_nodes(self, bar: Progress) -> None:
-        self.distribution = ensure_distribution(progress=self._progress)
+        self.distribution = ensure_distribution(progress=self._progress, version=self._default_version())
         validate_settings(self._overrides, self.distribution.broker_config_names())
         # The node launcher (formats in the broker's own JVM), the jar-by-jar classpath and the
         # class-data archive for it (see labkit.runtime.classdata); without a launcher: format first, apart.
-        self._launcher, self._classpath, self._archive = classdata.broker_setup(self.distribution)
+        self._launcher, self._classpath, self._archive = self._runtime(self.distribution.version)
         root = data_root()
         root.mkdir(parents=True, exist_ok=True)
         self.data_dir = Path(tempfile.mkdtemp(prefix=f"{self.name}-", dir=root))
@@ -258,14 +266,15 @@ class NativeCluster(OwnedCluster[NativeNode]):
 
     def _node_command(self, node: NativeNode, format_storage: bool) -> list[str]:
         spec = kafka_spec()
+        launcher, classpath, archive = self._runtime(node.version)
         properties = str(node.dir / "server.properties")
         agent = _metrics.agent_options(node.metrics_port) if node.metrics_port else []
         if self.archive_dump is not None and node.broker.id == 1:
             sharing = classdata.dump_options(self.archive_dump)
             agent = []  # the JVM refuses to record an archive with a Java agent attached; the archive serves both
         else:
-            sharing = classdata.use_options(self._archive) if self._archive is not None else []
-        if self._launcher is None:
+            sharing = classdata.use_options(archive)
+        if launcher is None:
             main, args = "kafka.Kafka", [properties]
         else:
             main, args = classdata.LAUNCHER_MAIN, [properties]
@@ -278,17 +287,18 @@ class NativeCluster(OwnedCluster[NativeNode]):
                 args = ["--format", str(args_file), properties]
         return self._java_command(main, *args, heap=spec.heap, options=(*spec.jvm_options, *agent),
                                   log4j=spec.log4j_config,
-                                  logs_dir=node.dir / "logs", classpath=self._classpath or None, sharing=sharing)
+                                  logs_dir=node.dir / "logs", classpath=classpath, sharing=sharing)
 
     def _format_arguments(self, node: NativeNode) -> list[str]:
         """What ``kafka-storage format`` is given for ``node`` (after the word ``format``)."""
         # A secured cluster's admin exists from the start: every controller bootstraps the same credential.
         scram = format_arguments(ADMIN, self.security.users[ADMIN]) if self.security else []
-        return ["--ignore-formatted", "-t", self.cluster_id, "-c", str(node.dir / "server.properties"), *scram]
+        return ["--ignore-formatted", "-t", self.cluster_id, "-c", str(node.dir / "server.properties"), *scram,
+                *self._quorum_format_arguments(node)]
 
     def _ready_probe(self) -> Callable[[], set[int]]:
         # Its own client: the shared one backs off to 1 s between refused connections.
-        probe = self.admin_for(**{"reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 200})
+        probe = self.admin_for(warm=False, **{"reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 200})
         return lambda: _admin.broker_ids(probe, timeout=1.0)
 
     def _check_alive(self, nodes: list[NativeNode]) -> None:
@@ -327,7 +337,8 @@ class NativeCluster(OwnedCluster[NativeNode]):
             (node_dir / "logs").mkdir(parents=True)
             (node_dir / "data").mkdir()
             broker = Broker(id=node_id, host="127.0.0.1", port=0, state="stopped")
-            self._nodes[node_id] = NativeNode(broker, dict(settings), dir=node_dir)
+            self._nodes[node_id] = NativeNode(broker, dict(settings), dir=node_dir, version=self.distribution.version,
+                                              rack=self._profile.rack(node_id))
         self._assign_ports()
 
     def _listener_protocols(self) -> dict[str, str]:
@@ -364,6 +375,8 @@ class NativeCluster(OwnedCluster[NativeNode]):
         managed = kraft_properties(b.id, bool(b.controller_port), voters, listeners, advertised=advertised,
                                    protocols=protocols, inter_broker="BROKER" if self.security else "PLAINTEXT",
                                    log_dirs=str(node.data_dir))
+        managed.update(self._topology_settings(node))
+        managed = {k: v for k, v in managed.items() if v is not None}
         if self.security is not None:
             managed.update(self.security.node_settings(b.id))
         if self.tls is not None:
@@ -407,6 +420,8 @@ class NativeCluster(OwnedCluster[NativeNode]):
                                        log_tail=out.decode(errors="replace")[-2000:])
 
 
-def start(profile: str, overrides: Mapping[str, Any], progress: bool, start_timeout: Optional[float]) -> NativeCluster:
-    """The ``native`` backend's factory."""
-    return NativeCluster(profile, overrides=overrides, progress=progress, start_timeout=start_timeout).start()
+def start(profile: str, overrides: Mapping[str, Any], progress: bool, start_timeout: Optional[float],
+          kafka_version: Optional[str] = None) -> NativeCluster:
+    """The ``native`` backend's factory (``kafka_version``: another cached Kafka release to start on)."""
+    return NativeCluster(profile, overrides=overrides, progress=progress, start_timeout=start_timeout,
+                         kafka_version=kafka_version).start()

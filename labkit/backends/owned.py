@@ -26,6 +26,7 @@ from confluent_kafka import KafkaException
 
 from ..cluster import Broker, Cluster
 from ..errors import ClusterStateError
+from ..runtime import agreement
 from ..runtime.profiles import DEFAULT_PROFILE, load_profile, normalize_overrides
 from ..runtime.progress import Progress
 from ..waiting import Wait
@@ -253,6 +254,8 @@ class OwnedCluster(Cluster, Generic[N]):
             Wait(f"broker {broker_id} to rejoin the cluster", timeout=timeout, interval=0.25,
                  check=lambda: self._check_alive([node]),
                  evidence=lambda: self._evidence([node])).until(lambda: self._rejoined(node.broker))
+            agreement.agree(self, f"broker {broker_id} registered again", agreement.broker_listed(self, broker_id),
+                            timeout=timeout)
 
     def pause_broker(self, broker_id: int) -> None:
         """Freeze a broker: it keeps its sockets but stops answering, like a long GC pause."""
@@ -314,7 +317,7 @@ class OwnedCluster(Cluster, Generic[N]):
 
     def _answers(self, broker: Broker) -> bool:
         """A metadata request sent to ``broker``'s own address gets an answer within a second."""
-        client = self.admin_for(broker.address, **{"socket.connection.setup.timeout.ms": 1000})
+        client = self.admin_for(broker.address, warm=False, **{"socket.connection.setup.timeout.ms": 1000})
         try:
             client.list_topics(timeout=1.0)
         except KafkaException:

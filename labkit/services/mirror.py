@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Union
 
 from ..errors import LabkitError
+from ..runtime.librdkafka import quiet
 from ..waiting import Wait
 from . import replication_factor
 from .connect import BYTES_CONVERTER, ConnectWorker
@@ -281,7 +282,8 @@ def replication_latency(source: "ClusterLike", target: "ClusterLike", topic: str
     from confluent_kafka import Consumer, TopicPartition
 
     tag = uuid.uuid4().hex[:8]
-    consumer = Consumer(target.client_config(**{"group.id": f"labkit-latency-{tag}", "enable.auto.commit": False}))
+    consumer = Consumer({**target.client_config(**{"group.id": f"labkit-latency-{tag}", "enable.auto.commit": False}),
+                         **quiet()})
     parts = target.describe_topic(remote).partitions
     consumer.assign([TopicPartition(remote, p.partition, p.high_watermark) for p in parts])
     producer = source.producer(linger_ms=0)
