@@ -15,7 +15,7 @@ JOBS ?= 4
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup setup-browser lab test test-fast benchmarks clean
+.PHONY: setup setup-browser lab test test-fast benchmarks soak clean
 
 setup: $(STAMP)
 	@$(VENV)/bin/labkit setup
@@ -48,6 +48,12 @@ test-fast: setup
 
 benchmarks: setup
 	$(PY) benchmarks/run.py
+
+# The whole curriculum (every lesson, every exercise's reference grading) over and over, several at once, with busy
+# CPU hogs beside it: what a loaded machine does to the lab (benchmarks/soak.py; SOAK_ARGS="--passes 1 --only 03_").
+SOAK_ARGS ?= --passes 3 --concurrency 3 --stress 2
+soak: setup
+	$(PY) benchmarks/soak.py $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) test-output .pytest_cache

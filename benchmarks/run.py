@@ -18,7 +18,7 @@ HERE = Path(__file__).resolve().parent
 def discover() -> dict[str, Path]:
     found = {}
     for path in sorted(HERE.glob("*.py")):
-        if path.name.startswith("_") or path.name == "run.py":
+        if path.name.startswith("_") or path.name in ("run.py", "soak.py"):  # a soak run is not a benchmark: make soak
             continue
         if "def main(" in path.read_text():
             found[path.stem] = path

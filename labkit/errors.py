@@ -126,3 +126,37 @@ class ToolError(LabkitError):
         self.returncode = returncode
         self.output = output
         super().__init__(message, hint)
+
+
+#: What a client error a learner meets in a cell usually means, and what to try (by librdkafka's error name).
+KAFKA_HINTS = {
+    "_TIMED_OUT": "A broker did not answer in time. On a busy machine that happens: run the cell again; "
+                  "`cluster.brokers` shows whether one is stopped or paused.",
+    "_MSG_TIMED_OUT": "The record was not acknowledged within message.timeout.ms: its partition's leader did "
+                      "not answer (a stopped or paused broker, or too few in-sync replicas).",
+    "_TRANSPORT": "The connection to a broker broke: is the cluster still running (`cluster`)?",
+    "_ALL_BROKERS_DOWN": "No broker answers: is the cluster still running (`cluster`)? `cluster.stop()` ends it.",
+    "UNKNOWN_TOPIC_OR_PART": "The broker that answered does not know this topic: create it with "
+                             "`cluster.create_topic(...)`, which returns once every broker knows it.",
+    "TOPIC_AUTHORIZATION_FAILED": "This principal has no ACL allowing that on the topic (lesson 08).",
+    "GROUP_AUTHORIZATION_FAILED": "This principal has no READ ACL on the consumer group (lesson 08).",
+    "NOT_ENOUGH_REPLICAS": "Fewer in-sync replicas than min.insync.replicas: acks=all writes are refused.",
+}
+
+
+def kafka_error_paragraph(value: BaseException, cell_line: str = "") -> str:
+    """One readable paragraph for a confluent-kafka exception raised in a notebook cell: what Kafka said, where,
+    what it usually means, and how busy the machine is — instead of a bare client exception trace."""
+    import os
+
+    err = value.args[0] if value.args else None
+    name = err.name() if hasattr(err, "name") else type(value).__name__
+    said = err.str() if hasattr(err, "str") else str(value)
+    hint = KAFKA_HINTS.get(name, "See the lesson's explanation of this error, or run the cell again.")
+    try:
+        one = os.getloadavg()[0]
+        load = f" The machine's load average is {one:.1f} on {os.cpu_count() or 1} cores."
+    except OSError:
+        load = ""
+    where = f" ({cell_line})" if cell_line else ""
+    return f"Kafka said {name}: {said}{where}. {hint}{load}"

@@ -414,7 +414,13 @@ def test_active_active_does_not_loop(pair, unique):
     assert back.worker is primary.connect_worker() and there.worker is dr.connect_worker()
     Wait("each side's copy", timeout=60).until(
         lambda: f"dr.{name}" in primary.topics() and f"primary.{name}" in dr.topics())
-    time.sleep(5)                                                # two topic refreshes of each flow
+    # A loop would appear at a flow's next topic refresh. A topic created on both sides now is mirrored only by
+    # such a refresh: once both copies of it exist, each flow has looked at every topic again, copies included.
+    later = f"{name}-later"
+    for c in pair:
+        c.create_topic(later, partitions=1)
+    Wait("a topic refresh of each flow", timeout=60).until(
+        lambda: f"dr.{later}" in primary.topics() and f"primary.{later}" in dr.topics())
     assert f"dr.primary.{name}" not in primary.topics() and f"primary.dr.{name}" not in dr.topics()
     for flow in (there, back):
         assert all(state.startswith("RUNNING") for state in flow.status().values())

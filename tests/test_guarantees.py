@@ -7,6 +7,7 @@ import time
 import pytest
 
 from labkit.producing import produce_and_count
+from labkit.waiting import Wait
 
 pytestmark = pytest.mark.integration
 
@@ -39,9 +40,8 @@ def test_acks_all_needs_min_insync_replicas_and_acks_1_does_not(fresh_cluster, u
     fresh_cluster.stop_broker(followers[0])
     assert produce_and_count(fresh_cluster, topic, 50, acks="all", message_timeout_ms=5000).acked == 50
     fresh_cluster.stop_broker(followers[1])
-    deadline = time.monotonic() + 20
-    while len(fresh_cluster.describe_topic(topic)[0].isr) > 1 and time.monotonic() < deadline:
-        time.sleep(0.5)
+    Wait("the ISR to shrink to the leader alone", timeout=60, interval=0.25).until(
+        lambda: len(fresh_cluster.describe_topic(topic)[0].isr) == 1)
     refused = produce_and_count(fresh_cluster, topic, 50, acks="all", message_timeout_ms=5000)
     assert refused.acked == 0 and refused.failed == 50
     assert produce_and_count(fresh_cluster, topic, 50, acks="1", message_timeout_ms=5000).acked == 50

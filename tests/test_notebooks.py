@@ -112,12 +112,13 @@ def _env(data_dir: Path) -> dict[str, str]:
 
 
 def _no_jvm_left(data_dir: Path) -> None:
-    import time
+    from labkit.errors import WaitTimeout
+    from labkit.waiting import Wait
 
-    deadline = time.monotonic() + 15
-    while java_pids_of(str(data_dir)) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert not java_pids_of(str(data_dir)), "a broker JVM outlived the notebook's kernel"
+    try:  # the kernel's watchdog kills its JVMs as the kernel exits: a moment, longer on a loaded machine
+        Wait("the notebook's JVMs to go", timeout=30, interval=0.25).until(lambda: not java_pids_of(str(data_dir)))
+    except WaitTimeout:
+        raise AssertionError(f"a broker JVM outlived the notebook's kernel: {java_pids_of(str(data_dir))}") from None
 
 
 HEADLESS = [p for p in LESSONS if p.stem not in BROWSER_LESSONS]  # the browser test runs the others

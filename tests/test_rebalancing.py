@@ -9,6 +9,7 @@ import pytest
 
 from labkit import groupviz
 from labkit.errors import LabkitError
+from labkit.waiting import Wait
 from labkit.workloads import Group
 
 pytestmark = pytest.mark.integration
@@ -102,7 +103,10 @@ def test_static_member_restart_within_session_timeout_causes_no_rebalance(cluste
         again = group.wait_settled(3, quiet=QUIET)
         slow = time.time()
         group.crash_member("s3")
-        time.sleep(9)  # longer than session.timeout.ms
+        # Gone for longer than session.timeout.ms: the coordinator removes s3 and the others rebalance. Wait for
+        # that (their revocations), not for a guess at how long it takes on this machine.
+        Wait("s1 and s2 to rebalance after s3 stayed away", timeout=60, interval=0.25).until(
+            lambda: {"s1", "s2"} <= set(groupviz.revocations([e for e in group.events() if e.t >= slow])))
         start("s3")
         group.wait_settled(3, quiet=QUIET)
     finally:
@@ -145,8 +149,10 @@ def test_group_views_read_a_real_group(cluster, events_topic, unique):
         group.start_member("two", process_ms=0.5)
         group.wait_settled(2, quiet=QUIET)
         group.wait_processed(1200, timeout=60)
-        time.sleep(1.5)  # the last batch's commit
-        view = groupviz.read_group(cluster, group.group_id)
+        # the last batch's commit follows its processing
+        view = Wait("every processed record to be committed", timeout=30, interval=0.25).until(
+            lambda: (lambda v: v if sum(groupviz.lag_bars(v).data[0].y) == 1200 else None)(
+                groupviz.read_group(cluster, group.group_id)))
     finally:
         group.stop()
     heat = groupviz.assignment_heatmap(view, partitions=[(events_topic, p) for p in range(PARTITIONS)])

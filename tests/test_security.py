@@ -17,6 +17,7 @@ from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, 
                                    ResourcePatternType, ResourceType, ScramMechanism, UserScramCredentialDeletion)
 
 from labkit import security
+from labkit.runtime.librdkafka import quiet
 from labkit.errors import ClusterStateError, SecurityError, UnsupportedOperation
 from labkit.listeners import Trip, listener_table, read_properties, round_trips_figure
 from labkit.waiting import Wait
@@ -87,7 +88,7 @@ def secured():
 def produce(settings, topic, partition=None, timeout_ms=5000):
     """One record: "delivered" or the delivery error's name."""
     result = {}
-    producer = Producer({**settings, "message.timeout.ms": timeout_ms})
+    producer = Producer({**settings, "message.timeout.ms": timeout_ms, **quiet()})
     kwargs = {} if partition is None else {"partition": partition}
     producer.produce(topic, value=b"x", on_delivery=lambda err, msg: result.update(r=err.name() if err else "delivered"),
                      **kwargs)
@@ -97,7 +98,7 @@ def produce(settings, topic, partition=None, timeout_ms=5000):
 
 def first_record(settings, topic, group, timeout=20.0):
     """What a consumer in ``group`` gets first: "record" or the error's name."""
-    consumer = Consumer({**settings, "group.id": group, "auto.offset.reset": "earliest"})
+    consumer = Consumer({**settings, "group.id": group, "auto.offset.reset": "earliest", **quiet()})
     try:
         consumer.subscribe([topic])
         deadline = time.monotonic() + timeout
@@ -139,7 +140,7 @@ def test_no_acl_hides_topics_and_refuses_produce(secured, unique):
     secured.add_user("nobody", "pw")
     topic = secured.create_topic(unique("hidden"), partitions=1)
     nobody = secured.client_config(user="nobody")
-    assert topic not in AdminClient(nobody).list_topics(timeout=10).topics
+    assert topic not in AdminClient({**nobody, **quiet()}).list_topics(timeout=10).topics
     assert produce(nobody, topic) == "TOPIC_AUTHORIZATION_FAILED"
 
 
@@ -202,7 +203,7 @@ def test_add_user_rotates_a_password_without_closing_connections(secured, unique
     grant(secured, AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:dave", "*",
                               AclOperation.WRITE, AclPermissionType.ALLOW))
     old = secured.client_config(user="dave")
-    connected = Producer({**old, "message.timeout.ms": 5000})
+    connected = Producer({**old, "message.timeout.ms": 5000, **quiet()})
     errors = []
     connected.produce(topic, value=b"1", partition=0, on_delivery=lambda err, msg: errors.append(err))
     connected.flush(10)
@@ -264,7 +265,7 @@ def test_advertising_an_unreachable_address_breaks_produce_to_that_broker_until_
         errors = []
         client = {**secured.client_config(user="admin", mtls=True), "error_cb": errors.append,
                   "bootstrap.servers": f"127.0.0.1:{secured.brokers[0].listeners['MTLS']}"}
-        metadata = AdminClient(client).list_topics(timeout=10)
+        metadata = AdminClient({**quiet(), **client}).list_topics(timeout=10)
         assert topic in metadata.topics, "the bootstrap round-trip still works"
         assert (metadata.brokers[1].host, metadata.brokers[1].port) == ("kafka-1.lab.invalid", 9093)
         results = {p: produce(client, topic, partition=p, timeout_ms=3000) for p in leaders}

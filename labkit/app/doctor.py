@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import LabkitError
 
@@ -153,6 +154,7 @@ def setup_check(need_spark: bool = False) -> SetupReport:
     Raises :class:`LabkitError` with the fix when something essential is missing,
     so the notebook stops at the Setup cell instead of failing later.
     """
+    _readable_kafka_errors()
     checks = [_python(), _java(), _jars_or_fetch()]
     if need_spark:
         checks.append(_pyspark(fetch=True))
@@ -161,6 +163,32 @@ def setup_check(need_spark: bool = False) -> SetupReport:
         bad = next(c for c in checks if not c.ok)
         raise LabkitError(f"{bad.name}: {bad.detail}", bad.fix)
     return report
+
+
+def _readable_kafka_errors() -> None:
+    """In a notebook, show a confluent-kafka exception as one paragraph (:func:`labkit.errors.kafka_error_paragraph`)
+    naming the cell's line, not as a wall of frames from the client library."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    import traceback
+
+    from confluent_kafka import KafkaException
+
+    from ..errors import kafka_error_paragraph
+
+    def show(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> list[str]:
+        frames = [f for f in traceback.extract_tb(tb) if "ipykernel" in f.filename or f.filename.startswith("<")]
+        line = f"line {frames[-1].lineno} of the cell: {frames[-1].line}" if frames else ""
+        stb = [f"\x1b[31mKafkaException\x1b[0m: {kafka_error_paragraph(value, line)}"]
+        shell._showtraceback(etype, value, stb)  # run_code calls the handler and shows nothing itself
+        return stb
+
+    shell.set_custom_exc((KafkaException,), show)
 
 
 def _jars_or_fetch() -> Check:

@@ -1,0 +1,65 @@
+"""When something runs out or a client fails in a learner's cell, the lab says so in one readable paragraph."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from labkit.errors import WaitTimeout, kafka_error_paragraph
+from labkit.runtime.processes import STOPPED, ManagedProcess, thread_states
+from labkit.waiting import Wait
+
+
+def test_a_wait_that_runs_out_says_what_it_saw_how_busy_the_machine_was_and_what_to_try():
+    seen = iter(range(100))
+    with pytest.raises(WaitTimeout) as raised:
+        Wait("the answer", timeout=0.2, interval=0.05, evidence=lambda: "broker 2: no answer").until(
+            lambda: next(seen) > 1000)
+    text = str(raised.value)
+    first, evidence = text.split("\n", 1)
+    assert first.startswith("Timed out after 0 s waiting for the answer (last seen: False).")
+    assert "load average was" in first and "cores" in first and "Run the cell again" in first
+    assert evidence == "broker 2: no answer"
+
+
+def test_a_kafka_error_is_one_paragraph_with_what_it_usually_means():
+    text = kafka_error_paragraph(KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, "Local: Message timed out")),
+                                 "line 3 of the cell: producer.flush()")
+    assert text.startswith("Kafka said _MSG_TIMED_OUT: Local: Message timed out (line 3 of the cell:")
+    assert "message.timeout.ms" in text and "load average" in text and "\n" not in text
+
+
+@pytest.mark.notebook
+def test_a_notebook_cell_shows_a_kafka_error_as_that_paragraph_not_a_trace():
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import labkit\nlabkit.setup_check();"),
+                nbformat.v4.new_code_cell("from confluent_kafka import KafkaError, KafkaException\n"
+                                          "raise KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))")]
+    NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=120).execute()
+    (error,) = [o for o in nb.cells[1].outputs if o.output_type == "error"]
+    assert len(error.traceback) == 1 and "Kafka said UNKNOWN_TOPIC_OR_PART" in error.traceback[0]
+    assert "line 2 of the cell" in error.traceback[0] and "cluster.create_topic" in error.traceback[0]
+
+
+def test_pause_returns_once_every_thread_is_stopped(tmp_path: Path):
+    """SIGSTOP is only pending when kill() returns; pause() waits until the scheduler stopped every thread."""
+    code = "import threading, time\n[threading.Thread(target=time.sleep, args=(60,)).start() for _ in range(8)]\n" \
+           "print('up', flush=True)\ntime.sleep(60)"
+    proc = ManagedProcess("sleeper", [sys.executable, "-c", code], tmp_path / "sleeper.log")
+    proc.start()
+    try:
+        Wait("the threads", timeout=20).until(lambda: "up" in (tmp_path / "sleeper.log").read_text())
+        assert not thread_states(proc.pid) & STOPPED
+        proc.pause()
+        states = thread_states(proc.pid)
+        assert states and states <= STOPPED, f"pause() returned with threads in states {states}"
+        proc.resume()
+        assert not thread_states(proc.pid) & STOPPED
+    finally:
+        proc.kill()
