@@ -265,7 +265,13 @@ class Traffic:
 
     @property
     def acked(self) -> int:
+        """Records acknowledged so far."""
         return len(self._acked)
+
+    @property
+    def consumed(self) -> int:
+        """Records the consumer has read so far."""
+        return len(self._consumed)
 
     def start(self) -> "Traffic":
         self._t0 = time.monotonic()

@@ -292,6 +292,9 @@ class _FakeEngine:
 
         monkeypatch.setattr(cluster, "live_broker_ids", running)
         monkeypatch.setattr(cluster, "_answers", lambda broker: broker.id in running())
+        # The fake containers run no Kafka: there is no metadata for every broker to agree on.
+        from labkit.runtime import agreement
+        monkeypatch.setattr(agreement, "agree", lambda cluster, what, condition, timeout=60.0, **kw: None)
 
 
 def test_start_fault_injection_and_stop_drive_the_containers(monkeypatch):

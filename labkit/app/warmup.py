@@ -10,6 +10,7 @@ importable from below the backends.
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import uuid
 from pathlib import Path
@@ -21,17 +22,20 @@ from ..runtime.steps import step
 @step("Fast JVM start")
 def _class_data() -> str:
     from ..runtime.classdata import build_archives
-    from ..runtime.distribution import ensure_distribution
+    from ..runtime.distribution import ensure_distribution, lab_versions
 
-    return "class-data archives " + build_archives(ensure_distribution(progress=False), record_classes)
+    # One pair per cached release: a cluster of the previous one starts as fast (lesson 13's upgrade).
+    done = [f"Kafka {v}: " + build_archives(ensure_distribution(progress=False, version=v),
+                                             functools.partial(record_classes, version=v)) for v in lab_versions()]
+    return "class-data archives " + "; ".join(done)
 
 
-def record_classes(broker_archive: Optional[Path], tool_archive: Optional[Path]) -> None:
+def record_classes(broker_archive: Optional[Path], tool_archive: Optional[Path], version: Optional[str] = None) -> None:
     """Run the JVMs that write ``broker_archive`` and ``tool_archive`` (None: not needed) as they exit."""
     from ..backends.native import NativeCluster
     from ..runtime.tools import tool_command
 
-    cluster = NativeCluster("single-broker", progress=False, name="labkit-cds")
+    cluster = NativeCluster("single-broker", progress=False, name="labkit-cds", kafka_version=version)
     cluster.archive_dump = broker_archive
     try:
         cluster.start()
@@ -45,7 +49,7 @@ def record_classes(broker_archive: Optional[Path], tool_archive: Optional[Path])
         cluster.read_all(topic, timeout=30)
         if tool_archive is not None:
             cmd = tool_command("kafka-topics", ["--describe", "--topic", topic], cluster.bootstrap_servers,
-                               archive_dump=tool_archive)
+                               archive_dump=tool_archive, version=version)
             subprocess.run(cmd, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
         if broker_archive is not None:
             cluster.stop_broker(1, timeout=60)  # SIGTERM: the JVM writes the archive as it exits

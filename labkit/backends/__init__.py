@@ -32,7 +32,8 @@ BACKENDS: dict[str, Callable[..., Cluster]] = {"native": native.start, "docker":
 def start_cluster(profile: str = DEFAULT_PROFILE, backend: Optional[str] = None,
                   overrides: Optional[Mapping[str, Any]] = None, *, progress: bool = True,
                   start_timeout: Optional[float] = None, bootstrap_servers: Optional[str] = None,
-                  schema_registry: bool = False, **broker_settings: Any) -> Cluster:
+                  schema_registry: bool = False, kafka_version: Optional[str] = None,
+                  **broker_settings: Any) -> Cluster:
     """Start a private Kafka cluster for this notebook and wait until it is ready.
 
     ``profile`` names a file in ``environments/profiles/`` (``single-broker``,
@@ -42,7 +43,8 @@ def start_cluster(profile: str = DEFAULT_PROFILE, backend: Optional[str] = None,
     shared classroom or ``labkit cluster up`` cluster) the notebook attaches to that
     cluster instead. ``progress`` shows a progress bar while starting;
     ``start_timeout`` bounds the wait (default: the backend's own). ``schema_registry=True``
-    starts a schema registry beside the brokers (``cluster.schema_registry_url``).
+    starts a schema registry beside the brokers (``cluster.schema_registry_url``). ``kafka_version``
+    starts the native backend's brokers on another cached Kafka release (the previous one: lesson 13).
     """
     if backend is None:
         attach = bootstrap_servers or os.environ.get("LABKIT_BOOTSTRAP")
@@ -57,6 +59,11 @@ def start_cluster(profile: str = DEFAULT_PROFILE, backend: Optional[str] = None,
             raise BackendError(f"bootstrap_servers= attaches to an existing cluster; backend={backend!r} starts "
                                "its own.", "Use backend='external' (or leave backend out) to attach.")
         options["bootstrap_servers"] = bootstrap_servers
+    if kafka_version is not None:
+        if backend != "native":
+            raise BackendError(f"kafka_version= picks the jars of the native backend's brokers, not {backend!r}'s.",
+                               "Leave it out, or use backend='native'.")
+        options["kafka_version"] = kafka_version
     if backend == "external" and not bootstrap_servers and os.environ.get("LABKIT_BOOTSTRAP"):
         settings = {}  # a notebook written for its own cluster, attached to a shared one: its settings cannot apply
     cluster = BACKENDS[backend](profile, overrides=settings, progress=progress, start_timeout=start_timeout,

@@ -28,7 +28,8 @@ from ..runtime.environment import kafka_spec
 from ..errors import BrokerStartError, ClusterStateError, PortInUseError, ProcessStartError
 from ..runtime import agreement
 from ..runtime.processes import ManagedProcess, Supervisor, free_ports, tail
-from ..runtime.profiles import render_value, validate_settings
+from ..runtime import limits
+from ..runtime.profiles import load_profile, render_value, validate_settings, validate_values
 from ..runtime.progress import Progress
 from ..cluster import Broker
 from .secured import ADMIN, SECURED_LISTENERS, CertificateAuthority, SecuredCluster, format_arguments
@@ -200,9 +201,13 @@ class NativeCluster(Topology, OwnedCluster[NativeNode]):
         return f"{self.profile}, Kafka {' + '.join(versions)}, native JVMs"
 
     # ------------------------------------------------------------ start and stop
-    def _start_nodes(self, bar: Progress) -> None:
+    def check_settings(self) -> None:
         self.distribution = ensure_distribution(progress=self._progress, version=self._default_version())
         validate_settings(self._overrides, self.distribution.broker_config_names())
+        validate_values(self._overrides, self.distribution.broker_config_definitions())
+
+    def _start_nodes(self, bar: Progress) -> None:
+        assert self.distribution is not None
         # The node launcher (formats in the broker's own JVM), the jar-by-jar classpath and the
         # class-data archive for it (see labkit.runtime.classdata); without a launcher: format first, apart.
         self._launcher, self._classpath, self._archive = self._runtime(self.distribution.version)
@@ -318,7 +323,7 @@ class NativeCluster(Topology, OwnedCluster[NativeNode]):
                 text = tail(node.log_path, 30) + "\n" + out
                 kind = PortInUseError if any(s in text for s in _BIND_FAILURES) else BrokerStartError
                 raise kind(f"Broker {node.broker.id} exited during start-up (exit code {node.process.returncode}).",
-                           f"See {node.log_path} (tail below).",
+                           "Its log's last lines are below.",
                            broker_id=node.broker.id, log_path=node.log_path, log_tail=text.strip()) from None
 
     def _evidence(self, nodes: list[NativeNode]) -> str:
@@ -423,5 +428,7 @@ class NativeCluster(Topology, OwnedCluster[NativeNode]):
 def start(profile: str, overrides: Mapping[str, Any], progress: bool, start_timeout: Optional[float],
           kafka_version: Optional[str] = None) -> NativeCluster:
     """The ``native`` backend's factory (``kafka_version``: another cached Kafka release to start on)."""
+    # In a classroom, a learner past their limit (clusters at once, memory) is told before any JVM starts (issue 31).
+    limits.check_start(load_profile(profile).brokers, under=data_root())
     return NativeCluster(profile, overrides=overrides, progress=progress, start_timeout=start_timeout,
                          kafka_version=kafka_version).start()

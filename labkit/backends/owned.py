@@ -122,6 +122,10 @@ class OwnedCluster(Cluster, Generic[N]):
         self.start_seconds: Optional[float] = None
 
     # ------------------------------------------------------------ what a backend supplies
+    def check_settings(self) -> None:
+        """Refuse a bad setting before anything starts (no progress bar, no process, no directory); ``start()``
+        does it first, and ``labkit cluster up`` before it starts its background process."""
+
     def _start_nodes(self, bar: Progress) -> None:
         """Prepare and launch every node, then :meth:`_wait_ready`."""
         raise NotImplementedError
@@ -200,10 +204,13 @@ class OwnedCluster(Cluster, Generic[N]):
         t0 = time.monotonic()
         _ALL_CLUSTERS.add(self)
         try:
+            self.check_settings()
             bar = Progress(self._progress, "Starting Kafka", total=self._profile.brokers + 1,
                            bar_format="{desc}: {bar} {n_fmt}/{total_fmt} [{elapsed}] {postfix}")
-            self._start_nodes(bar)
-            bar.close()
+            try:
+                self._start_nodes(bar)
+            finally:  # a failed start leaves no bar behind (issue 26: an empty "Starting Kafka 0/4" above the error)
+                bar.close()
         except BaseException as exc:
             self.stop()
             better = self._start_error(exc)

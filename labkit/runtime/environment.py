@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,17 @@ class KafkaSpec:
     log4j_config: Path
     tools_log4j_config: Path
     lab_defaults: dict[str, Any] = field(default_factory=dict)
+    #: The release before ``version``, fetched too: a cluster can start on it and be upgraded (lesson 13).
+    previous: str = ""
+    #: Kafka's own tiered-storage plugin (``LocalTieredStorage``, in kafka-storage's test jar) as
+    #: group:artifact:version:classifier, its class, and the Kafka version a tiered cluster runs on.
+    tiered_plugin: str = ""
+    tiered_class: str = ""
+    tiered_version: str = ""
+
+    def at(self, version: str) -> "KafkaSpec":
+        """The same spec for another Kafka ``version`` (its jars, same JVM options)."""
+        return replace(self, version=version)
 
     def coordinates(self) -> list[tuple[str, str, str]]:
         """Maven (group, artifact, version) triples to resolve."""
@@ -75,7 +86,7 @@ class KafkaSpec:
 def kafka_spec() -> KafkaSpec:
     root = environments_dir()
     data = load_toml(root / "kafka.toml")
-    kafka, jvm = data["kafka"], data["jvm"]
+    kafka, jvm, tiered = data["kafka"], data["jvm"], data.get("tiered_storage", {})
     defaults = load_toml(root / "lab-defaults.toml").get("settings", {})
     return KafkaSpec(
         version=os.environ.get("LABKIT_KAFKA_VERSION", kafka["version"]),
@@ -89,4 +100,8 @@ def kafka_spec() -> KafkaSpec:
         log4j_config=root / "log4j2.xml",
         tools_log4j_config=root / "log4j2-tools.xml",
         lab_defaults=dict(defaults),
+        previous=kafka.get("previous", ""),
+        tiered_plugin=tiered.get("plugin", "").format(version=tiered.get("version", kafka["version"])),
+        tiered_class=tiered.get("class", ""),
+        tiered_version=tiered.get("version", kafka["version"]),
     )

@@ -13,6 +13,7 @@ half-made folder behind.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import logging
 import os
@@ -113,6 +114,45 @@ def resolve(artifacts: ArtifactSet, progress: ProgressCallback = lambda *a: None
             return found
         _fetch(artifacts, repo, progress)
     return cached(artifacts) or []
+
+
+def download_jar(coordinate: Coordinate, classifier: str, target: Path, repo: Optional[str] = None,
+                 what: str = "a jar", timeout: float = 60.0) -> Path:
+    """One jar with a classifier (``kafka-storage-4.3.1-test.jar``), no dependencies, checked against the
+    repository's SHA-1, into ``target`` (kept there: a second call downloads nothing).
+
+    Ivy and ``mvn dependency:copy-dependencies`` resolve dependency trees; a test jar is one file whose
+    dependencies the caller already has (Kafka's own jars), so it is fetched as a file.
+    """
+    if target.exists():
+        return target
+    group, artifact, version = coordinate
+    base = (f"{(repo or repository()).rstrip('/')}/{group.replace('.', '/')}/{artifact}/{version}/"
+            f"{artifact}-{version}-{classifier}.jar")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(target.parent / ".lock"):
+        if target.exists():
+            return target
+        try:
+            with urllib.request.urlopen(base, timeout=timeout) as resp:
+                data = resp.read()
+            with urllib.request.urlopen(base + ".sha1", timeout=timeout) as resp:
+                expected = resp.read().decode().split()[0].strip().lower()
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                raise DistributionError(f"{what} is not on Maven Central (404): {base}",
+                                        "Check the version pinned in environments/kafka.toml.") from exc
+            raise OfflineError(f"Cannot fetch {what} (HTTP {exc.code}).", "Check your network and run `make setup` again.") from exc
+        except (urllib.error.URLError, OSError) as exc:
+            raise OfflineError(f"{what} is not in the cache and cannot be fetched ({getattr(exc, 'reason', exc)}).",
+                               "Connect to the internet and run `make setup` once.") from exc
+        if hashlib.sha1(data).hexdigest() != expected:
+            raise DistributionError(f"{what} from {base} does not match its SHA-1 checksum.",
+                                    "Run `make setup` again; if it persists, the repository is serving a broken file.")
+        partial = target.with_suffix(".part")
+        partial.write_bytes(data)
+        partial.replace(target)
+    return target
 
 
 def check_reachable(artifacts: ArtifactSet, repo: str, timeout: float = 15.0) -> None:

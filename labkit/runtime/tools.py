@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import difflib
 import subprocess
+import zipfile
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from . import classdata
-from .distribution import ensure_distribution
+from .distribution import Distribution, ensure_distribution
 from .jvm import find_java
 from .environment import kafka_spec
 from ..errors import ToolError
@@ -23,13 +25,16 @@ from ..errors import ToolError
 if TYPE_CHECKING:
     from .protocols import ClusterLike
 
-#: Tool name (as in Kafka's bin/ directory, without .sh) -> (main class, takes --bootstrap-server).
+#: Tool name (as in Kafka's bin/ directory, without .sh) -> (main class, takes --bootstrap-server); a class
+#: that moved between releases is "new|old": the first one the distribution's jars hold runs.
 TOOLS: dict[str, tuple[str, bool]] = {
     "kafka-topics": ("org.apache.kafka.tools.TopicCommand", True),
-    "kafka-configs": ("kafka.admin.ConfigCommand", True),
+    # Kafka 4.4 moved it from the core jar to kafka-tools (kafka.admin.ConfigCommand is gone there).
+    "kafka-configs": ("org.apache.kafka.tools.ConfigCommand|kafka.admin.ConfigCommand", True),
     "kafka-consumer-groups": ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", True),
     "kafka-share-groups": ("org.apache.kafka.tools.consumer.group.ShareGroupCommand", True),
     "kafka-streams-groups": ("org.apache.kafka.tools.streams.StreamsGroupCommand", True),
+    "kafka-streams-application-reset": ("org.apache.kafka.tools.StreamsResetter", True),
     "kafka-console-producer": ("org.apache.kafka.tools.ConsoleProducer", True),
     "kafka-console-consumer": ("org.apache.kafka.tools.consumer.ConsoleConsumer", True),
     "kafka-producer-perf-test": ("org.apache.kafka.tools.ProducerPerformance", True),
@@ -51,6 +56,8 @@ TOOLS: dict[str, tuple[str, bool]] = {
     "kafka-e2e-latency": ("org.apache.kafka.tools.EndToEndLatency", False),
     "kafka-storage": ("kafka.tools.StorageTool", False),
 }
+#: Tools whose --bootstrap-server comes after their sub-command (``kafka-cluster unregister --bootstrap-server ...``).
+SUBCOMMAND_FIRST = frozenset({"kafka-cluster"})
 
 
 
@@ -80,7 +87,7 @@ def tool_names() -> list[str]:
     return sorted(TOOLS)
 
 
-def _main_class(tool: str) -> tuple[str, bool]:
+def _tool_name(tool: str) -> str:
     name = tool[:-3] if tool.endswith(".sh") else tool
     if not name.startswith("kafka-"):
         name = "kafka-" + name
@@ -89,24 +96,53 @@ def _main_class(tool: str) -> tuple[str, bool]:
         close = [short[c] for c in difflib.get_close_matches(name[len("kafka-"):], short, n=3, cutoff=0.6)]
         maybe = f" Did you mean {', '.join(close)}?" if close else ""
         raise ToolError(f"Unknown Kafka tool {tool!r}.{maybe}", f"Available tools: {', '.join(tool_names())}.")
-    return TOOLS[name]
+    return name
+
+
+def _main_class(tool: str, dist: Distribution) -> tuple[str, bool]:
+    main_class, takes_bootstrap = TOOLS[_tool_name(tool)]
+    candidates = main_class.split("|")
+    if len(candidates) > 1:
+        main_class = next((c for c in candidates if _has_class(dist, c)), candidates[-1])
+    return main_class, takes_bootstrap
+
+
+@lru_cache(maxsize=None)
+def _classes(dist: Distribution) -> frozenset[str]:
+    """Every class name in the distribution's Kafka jars (``kafka_*`` and ``kafka-tools*``)."""
+    names: set[str] = set()
+    for jar in dist.jars():
+        if jar.name.startswith(("kafka_", "kafka-tools")):
+            with zipfile.ZipFile(jar) as zf:
+                names.update(n[:-len(".class")].replace("/", ".") for n in zf.namelist() if n.endswith(".class"))
+    return frozenset(names)
+
+
+def _has_class(dist: Distribution, name: str) -> bool:
+    return name in _classes(dist)
 
 
 def tool_command(tool: str, args: Sequence[str], bootstrap_servers: Optional[str] = None,
-                 command_config: Optional[Path] = None, archive_dump: Optional[Path] = None) -> list[str]:
+                 command_config: Optional[Path] = None, archive_dump: Optional[Path] = None,
+                 version: Optional[str] = None) -> list[str]:
     """The java command line that runs ``tool`` with ``args`` (``--bootstrap-server`` and, on a secured
     cluster, ``--command-config`` added when the tool takes them and ``args`` do not give them).
 
     It maps the tools' class-data archive when ``labkit setup`` built one (:mod:`labkit.runtime.classdata`);
-    ``archive_dump`` makes it write one instead."""
-    main_class, takes_bootstrap = _main_class(tool)
+    ``archive_dump`` makes it write one instead; ``version`` runs another cached Kafka version's tool."""
+    name = _tool_name(tool)
     spec = kafka_spec()
-    dist = ensure_distribution()
+    dist = ensure_distribution(version=version)
+    main_class, takes_bootstrap = _main_class(name, dist)
     args = list(args)
     asks_help = any(a in ("-h", "--help", "--version") for a in args)
-    given = any(a.startswith(("--bootstrap-server", "--bootstrap-controller", "--broker-list")) for a in args)
+    # --broker-list is the old spelling of --bootstrap-server, except for kafka-reassign-partitions --generate,
+    # where it lists broker ids.
+    old = ("--broker-list",) if name != "kafka-reassign-partitions" else ()
+    given = any(a.startswith(("--bootstrap-server", "--bootstrap-controller", *old)) for a in args)
     if bootstrap_servers and takes_bootstrap and not given and not asks_help:
-        args = ["--bootstrap-server", bootstrap_servers] + args
+        at = 1 if name in SUBCOMMAND_FIRST and args else 0
+        args = args[:at] + ["--bootstrap-server", bootstrap_servers] + args[at:]
     if command_config and takes_bootstrap and not asks_help and "--command-config" not in args:
         args += ["--command-config", str(command_config)]
     cp, archive = classdata.tool_setup(dist)
@@ -116,17 +152,19 @@ def tool_command(tool: str, args: Sequence[str], bootstrap_servers: Optional[str
 
 
 def run_tool(tool: str, *args: str, cluster: Optional["ClusterLike"] = None, bootstrap_servers: Optional[str] = None,
-             check: bool = True, timeout: float = 120.0, input: Optional[str] = None) -> ToolResult:
+             check: bool = True, timeout: float = 120.0, input: Optional[str] = None,
+             version: Optional[str] = None) -> ToolResult:
     """Run a Kafka command-line tool and return its output.
 
     ``cluster`` (or ``bootstrap_servers``) supplies ``--bootstrap-server`` when the
     tool takes one and ``args`` do not (and on a secured cluster the admin's
     ``--command-config``). With ``check=True`` a non-zero exit raises
-    :class:`ToolError` carrying the tool's output.
+    :class:`ToolError` carrying the tool's output. ``version`` runs that cached Kafka version's tool
+    (after a rolling upgrade, the new release's ``kafka-features`` knows the new metadata versions).
     """
     bootstrap = bootstrap_servers or (cluster.bootstrap_servers if cluster is not None else None)
     config = cluster.tool_config() if cluster is not None and not bootstrap_servers else None
-    cmd = tool_command(tool, [str(a) for a in args], bootstrap, config)
+    cmd = tool_command(tool, [str(a) for a in args], bootstrap, config, version=version)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input,
                               stdin=None if input is not None else subprocess.DEVNULL)
