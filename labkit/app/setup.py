@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 
 #: Modules that register set-up steps when imported, in the order their steps run.
 STEP_MODULES = ("labkit.runtime.distribution", "labkit.runtime.metrics", "labkit.app.warmup", "labkit.spark.connector", "labkit.services.registry",
-                "labkit.services.connect", "labkit.grading.exercises")
+                "labkit.services.connect", "labkit.services.streamsbuild", "labkit.grading.exercises")
 
 
 def run_setup() -> Iterator[tuple[str, str]]:

@@ -1,0 +1,119 @@
+"""A Kafka Streams application's group on the broker: its tasks, its lag, and Kafka's tools for it.
+
+The ``application.id`` is the group id. Its committed offsets say how far the application got through
+each topic it reads (the repartition topics it writes and reads back included); Kafka's own tools
+describe the group (``kafka-consumer-groups`` for the classic protocol, ``kafka-streams-groups`` for the
+streams protocol of KIP-1071) and reset the application: ``kafka-streams-application-reset`` (classic)
+or ``kafka-streams-groups --reset-offsets`` (streams). The functions take an
+:class:`~labkit.services.streams.App`; its methods of the same names call them.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..errors import LabkitError
+from .streamsbuild import StreamsAppError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: An :class:`~labkit.services.streams.App` (named by its module, which imports this one).
+App = Any
+
+
+def task_count(app: App) -> int:
+    """How many tasks the application has: per subtopology, as many as its source topics have partitions
+    (0 before an instance has described the topology)."""
+    if not any((i.directory / "topology.json").exists() for i in app.instances):
+        return 0
+    counts: dict[int, int] = {}
+    for node in app.topology.nodes:
+        for topic in node.topics if node.kind == "source" else ():
+            try:
+                n = len(app.cluster.describe_topic(app.topology.broker_name(topic)).partitions)
+            except LabkitError:
+                n = 0  # a repartition topic not created yet
+            counts[node.subtopology] = max(counts.get(node.subtopology, 0), n)
+    return sum(counts.values())
+
+
+def lag(app: App) -> "pd.DataFrame":
+    """Per partition of every topic the application reads: end offset, committed offset, the records between."""
+    import pandas as pd
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    rows, wanted = [], []
+    for topic in app.topology.source_topics():
+        name = app.topology.broker_name(topic)
+        for p in app.cluster.describe_topic(name).partitions:
+            rows.append({"topic": name, "partition": p.partition, "end": p.high_watermark or 0})
+            wanted.append(TopicPartition(name, p.partition))
+    found = app.cluster.admin().list_consumer_group_offsets([ConsumerGroupTopicPartitions(app.name, wanted)])
+    committed = {(tp.topic, tp.partition): tp.offset for tp in found[app.name].result(timeout=20).topic_partitions}
+    for row in rows:
+        row["committed"] = max(committed.get((row["topic"], row["partition"]), -1), 0)
+        row["lag"] = max(row["end"] - row["committed"], 0)
+    return pd.DataFrame(rows, columns=["topic", "partition", "end", "committed", "lag"])
+
+
+def wait_caught_up(app: App, timeout: float = 120.0) -> "pd.DataFrame":
+    """Wait until the group committed every record of every topic it reads; under exactly-once a repartition
+    topic ends with the marker of the application's own last transaction, which is not a record to commit."""
+    eos = str(app.config.get("processing.guarantee", "")).startswith("exactly_once")
+    internal = {app.topology.broker_name(t) for t in app.topology.repartition_topics()}
+
+    def done() -> bool:
+        for instance in app.running:
+            assert instance.process is not None
+            instance.process.check_alive()
+        frame = lag(app)
+        slack = frame["topic"].isin(internal) & eos
+        return bool(((frame["lag"] == 0) | (slack & (frame["lag"] <= 1))).all())
+
+    running = app.running or app.instances
+    if not running or running[0].process is None:
+        raise StreamsAppError(f"{app.name} has no instance.", "Start one: app.add_instance().")
+    try:
+        running[0].process.wait_ready(f"{app.name} to process everything", done, timeout=timeout, interval=0.2,
+                                      hint="app.lag() shows where it stands.")
+    except LabkitError:
+        failed = [i for i in app.instances if i.error and not i.running]
+        if failed:
+            raise app._failed(failed[0]) from None
+        raise
+    return lag(app)
+
+
+def describe(app: App) -> str:
+    """``kafka-streams-groups --describe --members`` (streams protocol) or ``kafka-consumer-groups`` (classic)."""
+    tool = "kafka-streams-groups" if app.protocol == "streams" else "kafka-consumer-groups"
+    return str(app.cluster.tool(tool, "--describe", "--group", app.name, "--members", check=False)).strip()
+
+
+def reset(app: App, input_topics: Optional[list[str]] = None) -> str:
+    """Kafka's application reset: offsets of the input topics back to the start, the internal topics deleted,
+    and each instance's local state wiped (the tool leaves that to the application: ``KafkaStreams.cleanUp()``).
+
+    Every instance must be stopped first, as Kafka's tools demand. With the streams protocol,
+    ``--delete-all-internal-topics`` is needed: in Kafka 4.3.1 ``--reset-offsets --execute`` alone leaves them,
+    though its help says otherwise.
+    """
+    if app.running:
+        raise StreamsAppError(f"{app.name} still has running instances.", "app.stop() first: Kafka's reset tools "
+                              "refuse a group with active members.")
+    inputs = input_topics or [t for t in app.topology.source_topics() if t not in app.topology.repartition_topics()]
+    if app.protocol == "streams":
+        args = ["kafka-streams-groups", "--reset-offsets", "--group", app.name, "--to-earliest", "--execute",
+                "--delete-all-internal-topics", *[a for t in inputs for a in ("--input-topic", t)]]
+    else:
+        args = ["kafka-streams-application-reset", "--application-id", app.name, "--input-topics", ",".join(inputs),
+                "--force"]
+    out = app.cluster.tool(*args)
+    for instance in app.instances:
+        shutil.rmtree(instance.directory / "state", ignore_errors=True)
+    return str(out).strip()
+
+
+__all__ = ["describe", "lag", "reset", "task_count", "wait_caught_up"]
