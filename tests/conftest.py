@@ -22,26 +22,22 @@ BROWSER_LESSONS = {"00_welcome": ("Predict:",), "02_keys_and_murmur2": ("Predict
 
 
 @pytest.fixture(scope="session")
-def cluster():
-    import labkit
-
-    c = labkit.start_cluster("three-brokers", progress=False)
-    yield c
-    c.stop()
+def cluster(kafka_cluster):
+    """The session's three-broker cluster: the ``kafka_cluster`` fixture of labkit's pytest plugin
+    (labkit/testing/plugin.py, the same one learners use in their own projects)."""
+    return kafka_cluster
 
 
 @pytest.fixture
 def fresh_cluster(request):
-    """A private cluster for a test that kills, pauses or restarts brokers.
+    """A private cluster for a test that kills, pauses or restarts brokers, started the plugin's way.
 
     Parametrize indirectly with a profile name, default three-brokers.
     """
-    import labkit
+    from labkit.testing.plugin import started
 
-    profile = getattr(request, "param", "three-brokers")
-    c = labkit.start_cluster(profile, progress=False)
-    yield c
-    c.stop()
+    with started(getattr(request, "param", "three-brokers")) as c:
+        yield c
 
 
 @pytest.fixture
@@ -109,7 +105,7 @@ def _shared_group(item) -> str | None:
     every test on the session cluster (Spark's session rides on it) in one group, and the tests of a module that
     share a module-scoped fixture (a secured cluster, a Connect worker, JupyterLab and Chromium) in one per module.
     Spread over four workers, each would start its own copy, and a session cluster idles for the whole run."""
-    if "cluster" in item.fixturenames:
+    if "kafka_cluster" in item.fixturenames:  # the plugin's session cluster, through `cluster` or its other fixtures
         return "session-cluster"
     defs = item._fixtureinfo.name2fixturedefs
     if any(defs[name][-1].scope == "module" for name in item.fixturenames if defs.get(name)):
