@@ -15,7 +15,7 @@ JOBS ?= 4
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup setup-browser lab test test-fast benchmarks soak clean
+.PHONY: setup setup-browser lab test test-fast benchmarks soak clean classroom setup-classroom setup-classroom-if-root
 
 setup: $(STAMP)
 	@$(VENV)/bin/labkit setup
@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml
 lab: setup
 	$(VENV)/bin/labkit lab
 
-test: setup setup-browser
+test: setup setup-browser setup-classroom-if-root
 	$(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=30 $(PYTEST_ARGS)
 
 # Debian's Chromium for the real-browser test: Playwright drives it, nothing is downloaded at test time.
@@ -41,6 +41,36 @@ setup-browser:
 	  echo "Installing Chromium (Debian package) for the browser test..."; \
 	  $(SUDO) apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1 || \
 	  { $(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q --no-install-recommends chromium >/dev/null; }; }
+
+# A class on one server (README "Classroom"), as root: JupyterHub gives every learner a JupyterLab of their own.
+# CLASSROOM_CONFIG is the class's classroom.toml; CLASSROOM_PYTHON builds the learners' Python environment and must be
+# one every user can run (a pyenv under /root is not: /root is private).
+CLASSROOM_CONFIG ?= $(CURDIR)/environments/classroom/classroom.toml
+CLASSROOM_PYTHON ?= $(firstword $(wildcard /usr/bin/python3) $(PYTHON))
+CLASSROOM_DIR     = $(shell $(VENV)/bin/labkit classroom where --config $(CLASSROOM_CONFIG))
+CLASSROOM_VENV    = $(CLASSROOM_DIR)/venv
+
+classroom: setup-classroom
+	$(CLASSROOM_VENV)/bin/labkit classroom serve --config $(CLASSROOM_CONFIG)
+
+# The learner bundle, its Python environment with JupyterHub (the classroom extra), configurable-http-proxy from npm,
+# and `labkit classroom setup` (shared jar cache, lab settings, the learners' group, a check as user nobody).
+setup-classroom: setup
+	@[ "$$(id -u)" = 0 ] || { echo "make classroom creates a system user per learner: run it as root (sudo make classroom)." >&2; exit 1; }
+	@command -v npm >/dev/null 2>&1 || { echo "The classroom's proxy comes from npm: install Node.js 18+ and npm (apt-get install nodejs npm)." >&2; exit 1; }
+	@$(VENV)/bin/labkit classroom bundle --config $(CLASSROOM_CONFIG)
+	@test -x $(CLASSROOM_VENV)/bin/python || $(CLASSROOM_PYTHON) -m venv $(CLASSROOM_VENV)
+	@stamp=$(CLASSROOM_VENV)/.installed-$$(cksum < $(CLASSROOM_DIR)/bundle/pyproject.toml | cut -d' ' -f1); test -e $$stamp || { \
+	  $(CLASSROOM_VENV)/bin/python -m pip install --quiet --upgrade pip && \
+	  $(CLASSROOM_VENV)/bin/python -m pip install --quiet -e '$(CLASSROOM_DIR)/bundle[classroom]' && \
+	  rm -f $(CLASSROOM_VENV)/.installed-* && touch $$stamp; }
+	@test -x $(CLASSROOM_DIR)/proxy/node_modules/.bin/configurable-http-proxy || \
+	  npm install --silent --no-audit --no-fund --prefix $(CLASSROOM_DIR)/proxy configurable-http-proxy@5.3.0
+	@$(CLASSROOM_VENV)/bin/labkit classroom setup --config $(CLASSROOM_CONFIG)
+
+# make test's classroom test (tests/test_classroom_browser.py) creates system users: as root only (elsewhere it skips).
+setup-classroom-if-root:
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory setup-classroom; fi
 
 # Unit tests only: no broker, a few seconds.
 test-fast: setup

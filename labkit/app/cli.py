@@ -4,8 +4,9 @@
     labkit cluster up|down|status  a shared lab cluster in the background
     labkit kafka TOOL ARGS...      Kafka's own tools against the lab cluster
     labkit doctor                  check this machine
-    labkit grade NOTEBOOK|DIR      grade an exercise notebook, or a whole class into a gradebook
+    labkit grade ID|NOTEBOOK|DIR   grade an exercise (your copy of it, or a notebook), or a whole class
     labkit release OUT             write the learner bundle
+    labkit classroom ACTION        a class on one server (JupyterHub): bundle, setup, serve, grade
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
         print(f"A lab cluster is already running ({state['profile']}): {state['bootstrap_servers']}")
         return 0
     overrides = daemon.parse_sets(args.set)
+    from ..backends.native import NativeCluster
+
+    NativeCluster(args.profile, overrides=overrides, progress=False).check_settings()  # a bad value: one line, no bar
     if args.foreground:
         return daemon.serve(args.profile, overrides, announce=print)
     from tqdm import tqdm
@@ -112,7 +116,9 @@ def cmd_lab(args: argparse.Namespace) -> int:
     ensure_distribution()
     notebooks, workspaces = REPO / "notebooks", REPO / ".lab" / "workspaces"
     lab.prepare(notebooks, workspaces)
-    return subprocess.call(lab.command(notebooks, workspaces, port=args.port, open_browser=not args.no_browser))
+    # Run from notebooks/: the lab's terminals open there (and a relative path a terminal is asked for is read there).
+    return subprocess.call(lab.command(notebooks, workspaces, port=args.port, open_browser=not args.no_browser),
+                           env=lab.environment(), cwd=notebooks)
 
 
 # ------------------------------------------------------------------ setup
@@ -161,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("doctor", help="check Java, the Kafka jars, Docker and disk").set_defaults(func=cmd_doctor)
 
     grade = sub.add_parser("grade", help="grade an exercise notebook, or a class folder DIR/<learner>/<exercise>.ipynb")
-    grade.add_argument("path", metavar="NOTEBOOK_OR_DIR")
+    grade.add_argument("path", metavar="NOTEBOOK_OR_DIR", help="a notebook, a class folder, or an exercise's id "
+                       "(its copy in notebooks/exercises/)")
     grade.add_argument("--json", dest="json_out", default=None, help="one notebook: write the report here")
     grade.add_argument("--out", default=None, help="a folder: where the gradebook goes (default DIR/gradebook)")
     grade.add_argument("--timeout", type=float, default=600, help="seconds any one cell may run (default 600)")
@@ -172,14 +179,43 @@ def build_parser() -> argparse.ArgumentParser:
     release = sub.add_parser("release", help="write the learner bundle (no reference solutions, no hidden checks)")
     release.add_argument("out", metavar="OUT")
     release.set_defaults(func=cmd_release)
+
+    classroom = sub.add_parser("classroom", help="a class on one server: JupyterHub for the learners (make classroom)")
+    classroom.add_argument("action", choices=["bundle", "setup", "serve", "grade", "where"],
+                           help="bundle | setup | serve: what make classroom runs; grade: the class's edited "
+                                "exercises into the gradebook; where: the class's folder")
+    classroom.add_argument("--config", default=None, help="the class's classroom.toml (default: "
+                           "$LABKIT_CLASSROOM_CONFIG, else environments/classroom/classroom.toml)")
+    classroom.add_argument("--out", default="gradebook-class", help="grade: where submissions and the gradebook go")
+    classroom.set_defaults(func=cmd_classroom)
     return parser
+
+
+def cmd_classroom(args: argparse.Namespace) -> int:
+    from . import classroom
+
+    cfg = classroom.load_config(Path(args.config) if args.config else None)
+    if args.action == "where":
+        print(cfg.root)
+    elif args.action == "bundle":
+        print(f"[classroom] learner bundle: {classroom.make_bundle(cfg)}")
+    elif args.action == "setup":
+        for name, result in classroom.setup(cfg):
+            print(f"[classroom] {name}: {result}", flush=True)
+    elif args.action == "serve":
+        return classroom.serve(cfg)
+    else:
+        out = classroom.grade(cfg, Path(args.out))
+        print(f"gradebook: {out / 'gradebook.csv'} and {out / 'gradebook.html'}")
+    return 0
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
     from ..grading import grade
     from ..grading.classroom import grade_class
+    from ..grading.exercises import submission_path
 
-    path = Path(args.path)
+    path = submission_path(args.path)
     if path.is_dir() and args.checks:
         raise LabkitError("--check re-grades one notebook, not a class.",
                           "Give the notebook's path, e.g. labkit grade DIR/ana/murmur2.ipynb --check ID.")

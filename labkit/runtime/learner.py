@@ -74,7 +74,11 @@ def record_lesson_done(lesson: str) -> None:
 
 
 def record_grade(exercise: str, score: int, max_score: int) -> None:
+    """A full ``labkit grade`` of ``exercise``; in a classroom the trainer's view of the class sees it too."""
+    from .classlink import publish
+
     _update("exercises", exercise, {"score": score, "max_score": max_score})
+    publish("grade", exercise, score=score, max_score=max_score)
 
 
 def predictions_of(lesson: str, data: Optional[dict[str, Any]] = None) -> tuple[int, int]:
