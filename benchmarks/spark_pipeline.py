@@ -20,6 +20,9 @@ that measures:
   trigger (next batch as soon as possible) and once with ``processingTime="1 second"``.
   The query keeps running between probes, which are spaced 0.3-1.3 s apart at random
   (so they land at every phase of the trigger); one warm-up probe per query is not counted;
+* the same latency through a **stateless** query (parse the page, write it out), with the default
+  trigger and with **Real-time Mode** (``trigger(realTime="30 seconds")``, Spark 4.1+: stateless
+  queries only, the duration a checkpoint interval, not a latency; ``--stateless`` picks them);
 * **sustained throughput**: ``--events`` generated page views
   (``labkit.generators.generate_page_views``) produced to a 3-partition topic first, then
   the lesson's append-mode query from ``startingOffsets="earliest"`` until
@@ -89,6 +92,26 @@ def start_query(spark: Any, cluster: Any, source: str, results: str, checkpoint:
     return writer.start()
 
 
+def start_stateless_query(spark: Any, cluster: Any, source: str, results: str, checkpoint: str,
+                          trigger: Optional[str]) -> Any:
+    """A stateless query on the same page views (parse, keep the page and its time, write them out): the kind
+    Spark's Real-time Mode runs (Spark 4.1/4.2: stateless queries only), with its real-time trigger or the
+    default micro-batch one. The real-time trigger's duration is how often it checkpoints, not a latency."""
+    from pyspark.sql import functions as F
+
+    import labkit.spark
+
+    raw = (spark.readStream.format("kafka")
+           .options(**labkit.spark.kafka_options(cluster, subscribe=source, startingOffsets="latest")).load())
+    page = F.get_json_object(F.col("value").cast("string"), "$.page")
+    out = raw.select(F.to_json(F.struct(page.alias("page"), F.col("timestamp").alias("sent"))).alias("value"))
+    writer = (out.writeStream.format("kafka").options(**labkit.spark.kafka_options(cluster, topic=results))
+              .option("checkpointLocation", checkpoint).outputMode("update"))
+    if trigger == "realtime":
+        writer = writer.trigger(realTime="30 seconds")
+    return writer.start()
+
+
 def stop_quietly(query: Any, timeout: float = 10.0) -> None:
     """Stop ``query`` between micro-batches when possible: stopping one mid-batch makes Spark log
     ERROR lines about the aborted write (harmless, but they look like failures)."""
@@ -107,20 +130,28 @@ def _probe_value(page: str, run: int, i: int) -> tuple[bytes, bytes]:
     return event.key, event.value
 
 
-def measure_latency(spark: Any, cluster: Any, trigger_name: str, probes: int, run: int) -> dict:
-    """Probes through an update-mode query kept running; latency of each, in ms."""
+def measure_latency(spark: Any, cluster: Any, trigger_name: str, probes: int, run: int,
+                    stateless: bool = False) -> dict:
+    """Probes through an update-mode query kept running (the lesson's count, or with ``stateless`` the query of
+    :func:`start_stateless_query`); latency of each, in ms."""
     from confluent_kafka import OFFSET_END, TopicPartition
 
     import labkit.spark
 
     tag = uuid.uuid4().hex[:6]
-    source = cluster.create_topic(f"latency-in-{trigger_name}-{tag}", partitions=3)
-    results = cluster.create_topic(f"latency-out-{trigger_name}-{tag}", partitions=3)
+    # Real-time Mode holds a task slot per source partition for the whole batch: with 3 partitions on local[2]
+    # the third partition's records waited for a slot (a probe never arrived in 60 s), so the stateless query
+    # reads one partition, like the lesson's latency job
+    partitions = 1 if stateless else 3
+    source = cluster.create_topic(f"latency-in-{trigger_name}-{tag}", partitions=partitions)
+    results = cluster.create_topic(f"latency-out-{trigger_name}-{tag}", partitions=partitions)
     consumer = cluster.consumer(f"bench-latency-{tag}", enable_auto_commit=False)
-    consumer.assign([TopicPartition(results, p, OFFSET_END) for p in range(3)])
+    consumer.assign([TopicPartition(results, p, OFFSET_END) for p in range(partitions)])
     producer = cluster.producer(acks="all", linger_ms=0)
-    query = start_query(spark, cluster, source, results, labkit.spark.checkpoint_dir(cluster, f"latency-{tag}"),
-                        starting="latest", output_mode="update", trigger=TRIGGERS[trigger_name])
+    checkpoint = labkit.spark.checkpoint_dir(cluster, f"latency-{tag}")
+    query = (start_stateless_query(spark, cluster, source, results, checkpoint, trigger_name) if stateless else
+             start_query(spark, cluster, source, results, checkpoint, starting="latest", output_mode="update",
+                         trigger=TRIGGERS[trigger_name]))
     acked: dict[str, float] = {}
 
     def send(page: str, i: int) -> tuple[float, float]:
@@ -238,6 +269,8 @@ def one_run(args: argparse.Namespace) -> dict:
         out["spark_master"] = spark.sparkContext.master
         out["latency"] = {name: measure_latency(spark, cluster, name, args.probes, args.run)
                           for name in args.triggers}
+        out["stateless_latency"] = {name: measure_latency(spark, cluster, name, args.probes, args.run, stateless=True)
+                                    for name in args.stateless}
         produced = produce_events(cluster, args.events)
         out["produce"] = produced
         out["throughput"] = [measure_throughput(spark, cluster, produced["topic"], produced["events"], m)
@@ -274,7 +307,8 @@ def run_child(args: argparse.Namespace, run: int) -> dict:
         out = Path(tmp) / "run.json"
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(out), "--run", str(run),
                "--profile", args.profile, "--probes", str(args.probes), "--events", str(args.events),
-               "--triggers", *args.triggers, "--max-offsets", *[str(m or 0) for m in args.max_offsets]]
+               "--triggers", *args.triggers, "--stateless", *args.stateless,
+               "--max-offsets", *[str(m or 0) for m in args.max_offsets]]
         proc = subprocess.Popen(cmd, start_new_session=True)
         try:
             code = proc.wait(timeout=RUN_TIMEOUT_S)
@@ -307,22 +341,24 @@ def _median(values: list[Any]) -> Optional[float]:
     return statistics.median(values) if values else None
 
 
-def summarize(runs: list[dict], triggers: list[str], max_offsets: list[Optional[int]]) -> dict:
+def summarize(runs: list[dict], triggers: list[str], max_offsets: list[Optional[int]],
+              stateless: Optional[list[str]] = None) -> dict:
     summary: dict[str, Any] = {
         "cluster_start_s": _median([r["cluster_start_s"] for r in runs]),
         "session_start_s": _median([r["session_start_s"] for r in runs]),
-        "latency": {}, "throughput": {}}
-    for name in triggers:
-        probes = [p for r in runs for p in r["latency"][name]["probes"]]
+        "latency": {}, "stateless_latency": {}, "throughput": {}}
+    for part, name in [("latency", t) for t in triggers] + [("stateless_latency", t) for t in stateless or []]:
+        probes = [p for r in runs for p in r[part][name]["probes"]]
         got = [p["latency_ms"] for p in probes if p["latency_ms"] is not None]
-        summary["latency"][name] = {
+        summary[part][name] = {
             "probes": len(probes), "missed": len(probes) - len(got),
             "median_ms": _median(got), "p90_ms": percentile(got, 90) if got else None,
             "min_ms": min(got, default=None), "max_ms": max(got, default=None),
             "ack_median_ms": _median([p.get("ack_ms") for p in probes]),
             "spark_wrote_median_ms": _median([p.get("spark_wrote_ms") for p in probes]),
-            "run_medians_ms": [_median([p["latency_ms"] for p in r["latency"][name]["probes"]]) for r in runs],
-            "batch_ms_median": _median([r["latency"][name]["batch_ms_median"] for r in runs])}
+            "p99_ms": percentile(got, 99) if got else None,
+            "run_medians_ms": [_median([p["latency_ms"] for p in r[part][name]["probes"]]) for r in runs],
+            "batch_ms_median": _median([r[part][name]["batch_ms_median"] for r in runs])}
     for i, m in enumerate(max_offsets):
         rs = [r["throughput"][i] for r in runs]
         summary["throughput"][str(m or "unset")] = {
@@ -354,8 +390,9 @@ def print_summary(s: dict, args: argparse.Namespace, runs: list[dict]) -> None:
     print(f"  Spark session start (cold JVM)    {s['session_start_s']:8.1f} s")
     print(f"\n  end-to-end latency (update mode)  {'median':>8} {'p90':>8} {'min':>8} {'max':>8}  probes"
           f"  (medians: produce ack / Spark wrote / batch duration)")
-    for name, v in s["latency"].items():
-        label = "default trigger" if name == "default" else f"processingTime {TRIGGERS[name]}"
+    for name, v in [*s["latency"].items(), *((f"stateless {n}", v) for n, v in s["stateless_latency"].items())]:
+        label = {"default": "default trigger", "stateless default": "stateless, default trigger",
+                 "stateless realtime": "stateless, real-time trigger"}.get(name, f"processingTime {TRIGGERS.get(name)}")
         print(f"  {label:<33} {_ms(v['median_ms']):>6}ms {_ms(v['p90_ms']):>6}ms {_ms(v['min_ms']):>6}ms "
               f"{_ms(v['max_ms']):>6}ms  {v['probes'] - v['missed']}/{v['probes']}"
               f"  ({_ms(v['ack_median_ms'])} / {_ms(v['spark_wrote_median_ms'])} / {_ms(v['batch_ms_median'])} ms)")
@@ -371,7 +408,7 @@ def print_summary(s: dict, args: argparse.Namespace, runs: list[dict]) -> None:
 def problems(runs: list[dict], args: argparse.Namespace) -> list[str]:
     found = []
     for i, r in enumerate(runs, 1):
-        for name, v in r["latency"].items():
+        for name, v in [*r["latency"].items(), *((f"stateless {n}", v) for n, v in r.get("stateless_latency", {}).items())]:
             missed = sum(p["latency_ms"] is None for p in v["probes"])
             if missed:
                 found.append(f"run {i}: {missed} {name}-trigger probe(s) never arrived")
@@ -391,6 +428,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--max-offsets", type=int, nargs="+", default=None,
                         help="maxOffsetsPerTrigger settings to measure, 0 = unset (default: 0 20000)")
     parser.add_argument("--triggers", nargs="+", choices=list(TRIGGERS), default=list(TRIGGERS))
+    parser.add_argument("--stateless", nargs="*", choices=["default", "realtime"], default=["default", "realtime"],
+                        help="triggers for the stateless query (realtime: Spark's Real-time Mode)")
     parser.add_argument("--profile", default="three-brokers", help="cluster profile (default: the lessons')")
     parser.add_argument("--quick", action="store_true", help="smoke mode: 1 run, 3 probes, 5,000 events")
     parser.add_argument("--json", default=str(RESULTS / "spark_pipeline.json"))
@@ -421,7 +460,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         r = run_child(args, i)
         runs.append(r)
         print_run(i, r)
-    summary = summarize(runs, args.triggers, args.max_offsets)
+    summary = summarize(runs, args.triggers, args.max_offsets, args.stateless)
     print_summary(summary, args, runs)
     found = problems(runs, args)
     for p in found:

@@ -37,7 +37,7 @@ class Notebook:
         self.nb = new_notebook()
         self.nb.metadata.update({
             "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
-            "language_info": {"name": "python"},
+            "language_info": language_info(),
             "title": title,
             "kafka_lab": {"summary": summary, "minutes": minutes},
         })
@@ -61,10 +61,41 @@ class Notebook:
             meta["tags"] = list(tags)
         self.nb.cells.append(new_code_cell(source, metadata=meta, id=self._next_id()))
 
+    def get_graded(self, note: str = "") -> None:
+        """An exercise's closing section: how it is graded, and the cell showing the *Grade my notebook* button
+        (:mod:`labkit.grading.selfgrade`; the grader never runs that cell: it is a demo cell). ``note``: what
+        the hidden checks of this exercise do besides."""
+        exercise = self.nb.metadata.get("kafka_lab", {}).get("exercise")
+        if not exercise:
+            raise ValueError("get_graded() closes an exercise: build it with Notebook(..., exercise='<id>').")
+        self.md("\n\n".join(part for part in [
+            "## Get graded",
+            "Run the next cell for a **Grade my notebook** button. A click saves this notebook and grades it the "
+            "way your trainer does, outside this kernel: your notebook runs from top to bottom in a fresh one "
+            "(on a fresh cluster, where the exercise needs one), then every check runs, the hidden ones too. The "
+            "report appears under the button and your score on the start page; your notebook is not changed.",
+            textwrap.dedent(note).strip(),
+            f"The same grade from a terminal (*File → New → Terminal*): `labkit grade {exercise}`.",
+        ] if part))
+        self.code("ex.grade()", tags=("demo",))
+
     def _next_id(self) -> str:
         """Cell ids by position, so building the same source twice gives the same file."""
         return f"cell-{len(self.nb.cells):03d}"
 
+
+
+def language_info() -> dict[str, Any]:
+    """What a Python kernel (ipykernel) reports as ``language_info``, the Python version included.
+
+    JupyterLab writes the kernel's ``language_info`` into a notebook when the kernel connects and marks
+    the notebook modified when it differs from the stored one (issue 26: every lesson showed as modified
+    the moment it opened, with only the name stored). ``labkit lab`` serves notebooks with the version
+    of the kernel it runs (:mod:`labkit.app.contents`), so a learner on another Python sees no change either.
+    """
+    from ipykernel.ipkernel import IPythonKernel
+
+    return dict(IPythonKernel.language_info)
 
 
 def read_source(path: Path) -> Any:

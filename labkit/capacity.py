@@ -1,16 +1,24 @@
-"""Capacity planning: the course's rule of thumb, a calculator for it, and what a cluster really stores.
+"""Capacity planning: the course's rule as its deck states it, what a cluster really stores, how many partitions.
 
-The rule: disk = message size × replication factor × messages per day × retention
-days × 1.4 (headroom). :func:`estimate` computes it; :func:`calculator` is the same
-as a notebook widget. :func:`stored` reads what a topic really takes on the brokers'
-disks — per broker and kind of file (segments ``.log``, offset ``.index``, time
-``.timeindex``, the rest), by apparent size and by blocks actually allocated — so a
-lesson can check the rule against a measured load and name where the difference
-goes (per-record and per-batch overhead, index files, replication).
+The deck's rule: **(message size × 3) × daily quantity × 1.4 = volume per replicated broker**, then
+× retention days. The ×3 is its allowance for key, headers and timestamp (its worked example then
+picks a replication factor of 4 separately); 1.4 is headroom. :func:`deck_rule` computes it term by
+term. What a record really takes on disk is its size plus tens of bytes of framing (per record and
+per batch: measure it with :func:`stored_by`), so ×3 is far too much for large records; and what
+each broker stores is decided by the replication factor and the broker count (:func:`per_broker`).
+:func:`estimate` is the rule with those terms (size × replication × daily volume × days × headroom);
+:func:`calculator` puts both side by side as a notebook widget.
+
+:func:`stored` reads what a topic really takes on the brokers' disks — per broker and kind of file
+(segments ``.log``, offset ``.index``, time ``.timeindex``, the rest), by apparent size and by blocks
+actually allocated. :func:`partitions_for` sizes a topic's partition count from a target throughput
+and the throughput one partition gave when measured (producing, and consuming with one consumer per
+partition: a group has at most as many busy members as the topic has partitions).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
@@ -18,8 +26,61 @@ from typing import TYPE_CHECKING, Any, Iterable
 if TYPE_CHECKING:
     import pandas as pd
 
-#: The course's headroom factor (spikes, rebalancing, a broker's share when another is down).
+#: The course's headroom factor (traffic spikes, uneven partitions, the segment still open past retention). Not
+#: "a broker's share while another is down": Kafka does not re-replicate a dead broker's partitions by itself --
+#: they stay under-replicated until it returns or an operator reassigns them.
 HEADROOM = 1.4
+#: The deck's allowance for key, headers and timestamp: it multiplies the message size by 3.
+DECK_OVERHEAD = 3
+
+
+@dataclass(frozen=True)
+class DeckRule:
+    """The course's rule as its deck states it: (message size × 3) × daily quantity × 1.4 = volume per
+    replicated broker; × retention days (bytes)."""
+
+    message_bytes: float
+    messages_per_day: float
+    retention_days: float = 1.0
+    overhead: float = DECK_OVERHEAD
+    headroom: float = HEADROOM
+
+    @property
+    def per_day(self) -> float:
+        """Volume per replicated broker and day: (size × 3) × daily quantity × 1.4."""
+        return self.message_bytes * self.overhead * self.messages_per_day * self.headroom
+
+    @property
+    def per_replicated_broker(self) -> float:
+        """What the rule provisions on every broker that holds a replica, for the retention period."""
+        return self.per_day * self.retention_days
+
+    def _repr_html_(self) -> str:
+        return (f"<b>{human(self.per_replicated_broker)}</b> per replicated broker = ({human(self.message_bytes)} × "
+                f"{self.overhead:g}) × {self.messages_per_day:,.0f} messages/day × {self.headroom:g} × "
+                f"{self.retention_days:g} days")
+
+
+def deck_rule(message_bytes: float, messages_per_day: float, retention_days: float = 1.0,
+              overhead: float = DECK_OVERHEAD, headroom: float = HEADROOM) -> DeckRule:
+    """The deck's rule, term by term (see the module doc)."""
+    return DeckRule(message_bytes, messages_per_day, retention_days, overhead, headroom)
+
+
+def per_broker(stored_per_record: float, messages_per_day: float, retention_days: float, replication: int,
+               brokers: int, headroom: float = 1.0) -> float:
+    """What one broker stores when the partitions are spread evenly: every record is kept ``replication`` times
+    (``stored_per_record``: its bytes on disk, framing included), shared by ``brokers`` brokers."""
+    return stored_per_record * messages_per_day * retention_days * replication / max(brokers, 1) * headroom
+
+
+def partitions_for(target_per_s: float, produce_per_partition: float, consume_per_partition: float) -> int:
+    """Partitions a topic needs for ``target_per_s`` (records or bytes per second, in the unit of the other two):
+    enough that neither the producers nor one consumer per partition is the limit."""
+    slowest = min(produce_per_partition, consume_per_partition)
+    if slowest <= 0:
+        raise ValueError("the per-partition throughputs must be measured (above 0)")
+    return max(1, math.ceil(target_per_s / slowest))
 
 
 @dataclass(frozen=True)
@@ -71,13 +132,16 @@ def human(n: float) -> str:
 
 
 def calculator(message_bytes: int = 1000, replication: int = 3, messages_per_day: int = 50_000_000,
-               retention_days: int = 7, headroom: float = HEADROOM, brokers: int = 3) -> Any:
-    """The rule of thumb as a widget: change a value, read what to provision (in total and per broker)."""
+               retention_days: int = 7, headroom: float = HEADROOM, brokers: int = 3, overhead_bytes: int = 70) -> Any:
+    """The deck's rule beside the rule with measured terms, as a widget: change a value, compare what each
+    provisions per broker (``overhead_bytes``: framing per record on disk, measured with :func:`stored_by`)."""
     import ipywidgets as w
 
     style = {"description_width": "150px"}
     inputs = {
         "message_bytes": w.BoundedIntText(message_bytes, min=1, max=10**8, description="message size (B)", style=style),
+        "overhead_bytes": w.BoundedIntText(overhead_bytes, min=0, max=10**6, description="overhead per record (B)",
+                                           style=style),
         "replication": w.BoundedIntText(replication, min=1, max=10, description="replication factor", style=style),
         "messages_per_day": w.BoundedIntText(messages_per_day, min=0, max=10**13, step=1_000_000,
                                              description="messages per day", style=style),
@@ -89,10 +153,14 @@ def calculator(message_bytes: int = 1000, replication: int = 3, messages_per_day
     out = w.HTML()
 
     def update(_: Any = None) -> None:
-        values = {k: v.value for k, v in inputs.items()}
-        brokers_n = values.pop("brokers")
-        e = estimate(**values)
-        out.value = e._repr_html_() + f"<br>per broker: <b>{human(e.per_broker(brokers_n))}</b>"
+        v = {k: box.value for k, box in inputs.items()}
+        deck = deck_rule(v["message_bytes"], v["messages_per_day"], v["retention_days"], headroom=v["headroom"])
+        share = per_broker(v["message_bytes"] + v["overhead_bytes"], v["messages_per_day"], v["retention_days"],
+                           v["replication"], v["brokers"], v["headroom"])
+        out.value = (f"the deck: {deck._repr_html_()}<br>measured terms: <b>{human(share)}</b> per broker = "
+                     f"({human(v['message_bytes'])} + {v['overhead_bytes']} B) × {v['messages_per_day']:,.0f} × "
+                     f"{v['retention_days']:g} days × {v['replication']} replicas ÷ {v['brokers']} brokers × "
+                     f"{v['headroom']:g}")
 
     for box in inputs.values():
         box.observe(update, names="value")
@@ -130,4 +198,5 @@ def stored_by(cluster: Any, topic: str) -> "pd.DataFrame":
     return stored(((b.id, cluster.log_dir(b.id)) for b in cluster.brokers), cluster.topic_name(topic))
 
 
-__all__ = ["Estimate", "HEADROOM", "calculator", "estimate", "human", "stored", "stored_by"]
+__all__ = ["DECK_OVERHEAD", "DeckRule", "Estimate", "HEADROOM", "calculator", "deck_rule", "estimate", "human",
+           "partitions_for", "per_broker", "stored", "stored_by"]

@@ -63,3 +63,31 @@ def acks_all(config: Mapping[str, Any]) -> bool:
 
 
 __all__ = ["ALIASES", "DEFAULTS", "DELIVERY_SETTINGS", "acks_all", "effective_config", "is_true", "setting"]
+
+
+def librdkafka_defaults() -> dict[str, str]:
+    """Every producer and consumer setting with the value librdkafka itself reports for it before anything is
+    set: its own configuration dump (``rd_kafka_conf_dump`` and ``rd_kafka_topic_conf_dump`` of new, empty
+    configurations), read from the library confluent-kafka loaded. Names as in librdkafka's CONFIGURATION.md
+    (``request.required.acks``, ``message.send.max.retries``; :data:`ALIASES` maps them to the Java names)."""
+    import ctypes
+
+    import confluent_kafka.cimpl as cimpl
+
+    lib = ctypes.CDLL(cimpl.__file__)  # the extension module; librdkafka's symbols resolve through it
+    found: dict[str, str] = {}
+    for kind in ("conf", "topic_conf"):
+        new, dump, destroy = (getattr(lib, f"rd_kafka_{kind}_{op}") for op in ("new", "dump", "destroy"))
+        new.restype = ctypes.c_void_p
+        dump.restype = ctypes.POINTER(ctypes.c_char_p)
+        dump.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
+        destroy.argtypes = [ctypes.c_void_p]
+        lib.rd_kafka_conf_dump_free.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t]
+        conf, count = new(), ctypes.c_size_t()
+        pairs = dump(conf, ctypes.byref(count))
+        try:
+            found.update({pairs[i].decode(): pairs[i + 1].decode() for i in range(0, count.value, 2)})
+        finally:
+            lib.rd_kafka_conf_dump_free(pairs, count)
+            destroy(conf)
+    return found

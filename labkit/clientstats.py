@@ -8,13 +8,18 @@ keeps the documents and turns them into frames an operator reads::
     stats = ClientStats()
     consumer = cluster.consumer("billing", **stats.config(interval_ms=500))
     ... consumer.poll(1.0) ...
-    stats.partitions()      # per partition: consumer lag, committed and high-watermark offsets
+    stats.partitions()      # per partition: both lags, committed, stored and high-watermark offsets
     stats.brokers()         # per broker: round-trip time p50/p99, requests sent by type
-    stats.history()         # one row per report: records and bytes sent/received, queue, total lag
+    stats.history()         # one row per report: records and bytes sent/received, queue, total lags
 
-Field names are librdkafka's (``STATISTICS.md`` in its repository): lag is
-``consumer_lag`` (high watermark - the consumer's position), times are microseconds
-in the documents and milliseconds in the frames.
+Field names are librdkafka's (``STATISTICS.md`` in its repository). It reports two lags per
+partition: ``consumer_lag`` = high watermark − the **committed** offset (what
+``kafka-consumer-groups`` shows too), and ``consumer_lag_stored`` = high watermark − the
+**stored** offset, the one the next commit would write: the consumer's position after the last
+record handed to the application (Java's ``records-lag`` is position-based like it). A consumer
+that reads but does not commit has a growing ``consumer_lag`` and a ``consumer_lag_stored`` near 0
+(lesson 11). Both are -1 while unknown. Times are microseconds in the documents and milliseconds
+in the frames.
 """
 
 from __future__ import annotations
@@ -58,19 +63,21 @@ class ClientStats:
 
     def history(self) -> "pd.DataFrame":
         """One row per report: seconds since the first, records/bytes sent and received, messages queued
-        in the client, and the total consumer lag over its partitions."""
+        in the client, and the total consumer lags over its partitions (from the committed and from the
+        stored offset)."""
         import pandas as pd
 
         with self._lock:
             reports = list(self.reports)
         if not reports:
             return pd.DataFrame(columns=["seconds", "txmsgs", "txmsg_bytes", "rxmsgs", "rxmsg_bytes", "msg_cnt",
-                                         "consumer_lag", "requests"])
+                                         "consumer_lag", "consumer_lag_stored", "requests"])
         t0 = reports[0].get("ts", 0)
         rows = [{"seconds": (r.get("ts", 0) - t0) / 1e6, "txmsgs": r.get("txmsgs", 0),
                  "txmsg_bytes": r.get("txmsg_bytes", 0), "rxmsgs": r.get("rxmsgs", 0),
                  "rxmsg_bytes": r.get("rxmsg_bytes", 0), "msg_cnt": r.get("msg_cnt", 0),
-                 "consumer_lag": total_lag(r), "requests": r.get("tx", 0)} for r in reports]
+                 "consumer_lag": total_lag(r), "consumer_lag_stored": total_lag(r, "consumer_lag_stored"),
+                 "requests": r.get("tx", 0)} for r in reports]
         return pd.DataFrame(rows)
 
     def brokers(self, report: Optional[dict[str, Any]] = None) -> "pd.DataFrame":
@@ -90,7 +97,7 @@ class ClientStats:
         return pd.DataFrame(rows).set_index("broker").sort_index() if rows else pd.DataFrame()
 
     def partitions(self, report: Optional[dict[str, Any]] = None) -> "pd.DataFrame":
-        """Per topic-partition: the client's view of it (lag, offsets, records queued and sent)."""
+        """Per topic-partition: the client's view of it (both lags, offsets, records queued and sent)."""
         import pandas as pd
 
         rows = []
@@ -99,7 +106,8 @@ class ClientStats:
                 if int(pid) < 0:
                     continue  # librdkafka's UA (unassigned) pseudo-partition
                 rows.append({"topic": topic, "partition": int(pid), "leader": p.get("leader"),
-                             "consumer_lag": p.get("consumer_lag"), "committed_offset": p.get("committed_offset"),
+                             "consumer_lag": p.get("consumer_lag"), "consumer_lag_stored": p.get("consumer_lag_stored"),
+                             "committed_offset": p.get("committed_offset"), "stored_offset": p.get("stored_offset"),
                              "hi_offset": p.get("hi_offset"), "app_offset": p.get("app_offset"),
                              "fetchq_cnt": p.get("fetchq_cnt"), "msgq_cnt": p.get("msgq_cnt"),
                              "txmsgs": p.get("txmsgs"), "rxmsgs": p.get("rxmsgs")})
@@ -115,9 +123,10 @@ class ClientStats:
         return found.get("avg") if found.get("cnt") else None
 
 
-def total_lag(report: dict[str, Any]) -> Optional[int]:
-    """The sum of ``consumer_lag`` over a report's partitions that know theirs (None: none does)."""
-    lags = [p.get("consumer_lag", -1) for t in report.get("topics", {}).values()
+def total_lag(report: dict[str, Any], field: str = "consumer_lag") -> Optional[int]:
+    """The sum of ``field`` (``consumer_lag``: from the committed offset; ``consumer_lag_stored``: from the stored
+    offset) over a report's partitions that know theirs (None: none does)."""
+    lags = [p.get(field, -1) for t in report.get("topics", {}).values()
             for pid, p in t.get("partitions", {}).items() if int(pid) >= 0]
     known = [x for x in lags if x is not None and x >= 0]
     return sum(known) if known else None

@@ -71,7 +71,12 @@ class ProcessStartError(LabkitError):
     def __str__(self) -> str:
         text = super().__str__()
         if self.log_tail:
-            text += "\n--- last lines of " + str(self.log_path) + " ---\n" + self.log_tail
+            # A failed start removes the cluster's directory, logs and all: name a file only while it exists.
+            if self.log_path and Path(self.log_path).exists():
+                where = str(self.log_path)
+            else:
+                where = (f"{self.name}'s log" if self.name else "the log") + " (removed with its directory)"
+            text += "\n--- last lines of " + where + " ---\n" + self.log_tail
         return text
 
 
@@ -126,6 +131,18 @@ class ToolError(LabkitError):
         self.returncode = returncode
         self.output = output
         super().__init__(message, hint)
+
+
+class LimitError(LabkitError):
+    """Raised when starting a cluster would go past a learner's limit in a classroom (clusters at once, memory)."""
+
+    def __init__(self, message: str, hint: str = "", limit: str = "", used: float = 0, allowed: float = 0) -> None:
+        self.limit, self.used, self.allowed = limit, used, allowed
+        super().__init__(message, hint)
+
+
+class ClassroomError(LabkitError):
+    """Raised when the classroom (``labkit classroom``) cannot be set up or served as configured."""
 
 
 #: What a client error a learner meets in a cell usually means, and what to try (by librdkafka's error name).

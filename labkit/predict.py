@@ -10,21 +10,49 @@
 
 A prediction is a number (right within ``tolerance``, or ``within`` a fraction of the
 outcome), a choice, or a yes/no; a ``judge(prediction, outcome)`` function decides anything
-else. Predictions and outcomes are kept per learner on this machine (:mod:`labkit.runtime.learner`);
+else. A choice question says whether its right answer is known before the run
+(``answer="one per partition"``: fixed by how Kafka works) or only measured
+(``answer=predict.MEASURED``); ``tests/test_predictions.py`` fails when a known answer's text
+is in the lesson's markdown before the question is asked, and a reveal that comes out otherwise
+says so. Predictions and outcomes are kept per learner on this machine (:mod:`labkit.runtime.learner`);
 re-running the cell shows the prediction already locked in. Headless runs (papermill, nbval,
 the grader) never wait: a question nobody answered counts as skipped.
+
+In a classroom (``labkit classroom``) a locked-in answer, a reveal and a lesson's summary also go to
+the class poll (:mod:`labkit.runtime.classlink`: each learner may write only their own answers), and
+the trainer shows the class's answers live::
+
+    predict.class_results("02.moved")      # a histogram that fills as learners lock in, then the outcome
+
+With no class cluster (one learner on their own machine) nothing is sent.
 """
 
 from __future__ import annotations
 
 import html
+import threading
+import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from .runtime import learner
+from .runtime import classlink, learner
 
 #: Prediction ids asked in this kernel, per lesson, in order (the summary's "of N").
 _ASKED: dict[str, list[str]] = {}
+#: The questions asked in this kernel, by id (the class poll draws their choices in order).
+_QUESTIONS: dict[str, "Prediction"] = {}
+
+
+class _Measured:
+    """The ``answer=`` of a choice question whose right answer the run measures (none is known before)."""
+
+    def __repr__(self) -> str:
+        return "predict.MEASURED"
+
+
+#: ``predict.ask(..., choices=[...], answer=MEASURED)``: the right choice depends on the run.
+MEASURED = _Measured()
 
 
 def _fmt(value: Any, unit: str = "") -> str:
@@ -73,7 +101,7 @@ class Prediction:
 
     def __init__(self, id: str, question: str, *, choices: Optional[Iterable[Any]] = None, kind: str = "number",
                  tolerance: float = 0.0, within: Optional[float] = None, unit: str = "",
-                 judge: Optional[Callable[[Any, Any], bool]] = None) -> None:
+                 judge: Optional[Callable[[Any, Any], bool]] = None, answer: Any = None) -> None:
         if "." not in id:
             raise ValueError(f"prediction id {id!r} must start with its lesson, like '02.java-partition'")
         self.id, self.question, self.unit = id, question, unit
@@ -81,10 +109,17 @@ class Prediction:
         self.kind = "choice" if self.choices is not None else kind
         if self.kind not in ("number", "choice", "yes/no"):
             raise ValueError(f"kind must be 'number', 'choice' or 'yes/no', not {kind!r}")
+        if answer is not None and answer is not MEASURED and (
+                self.choices is None or str(answer) not in [str(c) for c in self.choices]):
+            raise ValueError(f"answer {answer!r} of {id!r} must be one of its choices (or predict.MEASURED)")
+        #: The right choice when the lesson knows it before the run (None: measured, or not a choice question).
+        self.answer: Any = None if answer is MEASURED else answer
         self.tolerance, self.within, self._judge = tolerance, within, judge
         asked = _ASKED.setdefault(learner.lesson_of(id), [])
         if id not in asked:
             asked.append(id)
+        _QUESTIONS[id] = self
+        classlink.connect_early()  # in a classroom: the TLS + SCRAM handshake happens before the first answer
 
     # ---------------------------------------------------------------- the answer
     @property
@@ -93,9 +128,16 @@ class Prediction:
         entry = learner.prediction(self.id)
         return None if entry is None else entry["value"]
 
-    def lock_in(self, value: Any) -> None:
-        """Record ``value`` as the learner's prediction (what the widget's button does)."""
+    def lock_in(self, value: Any) -> Optional[str]:
+        """Record ``value`` as the learner's prediction (what the widget's button does).
+
+        In a classroom it also goes to the class poll: returns None when sent (or when there is no
+        class), else why it could not be sent.
+        """
         learner.record_prediction(self.id, self.question, value)
+        choices = [_fmt(c) for c in self.choices] if self.choices is not None else None
+        return classlink.publish("prediction", self.id, question=self.question, answer_kind=self.kind, choices=choices,
+                                 unit=self.unit, value=value)
 
     def is_right(self, predicted: Any, actual: Any) -> bool:
         if self._judge is not None:
@@ -112,6 +154,10 @@ class Prediction:
         predicted = self.value
         right = None if predicted is None else self.is_right(predicted, actual)
         learner.record_outcome(self.id, actual, right)
+        classlink.publish("outcome", self.id, actual=actual, right=right)
+        if self.answer is not None and str(actual) != str(self.answer):
+            explain = (f"(This run did not do what the lesson expects, {_fmt(self.answer)}: the cells above "
+                       f"show why.) {explain}").strip()
         return Outcome(self.question, predicted, actual, right, explain, self.unit)
 
     # ---------------------------------------------------------------- display
@@ -134,7 +180,10 @@ class Prediction:
 
         if self.kind == "choice":
             assert self.choices is not None
-            field = w.ToggleButtons(options=[(_fmt(c), c) for c in self.choices], value=None)
+            # Each button as wide as its words (ipywidgets' default, 148 px, cut "an authorization error" to
+            # "an authorization …": issue 26); the row wraps below.
+            field = w.ToggleButtons(options=[(_fmt(c), c) for c in self.choices], value=None,
+                                    style={"button_width": "auto"})
         elif self.kind == "yes/no":
             field = w.ToggleButtons(options=[("yes", True), ("no", False)], value=None)
         else:
@@ -157,8 +206,11 @@ class Prediction:
                 value = field.value
                 if self.kind == "number" and float(value).is_integer():
                     value = int(value)
-                self.lock_in(value)
+                unsent = self.lock_in(value)
                 show(value)
+                if unsent is not None:
+                    status.value += (f"<br><small style='color:#c0392b'>not sent to the class poll: "
+                                     f"{html.escape(unsent)}</small>")
             else:
                 show(None)
 
@@ -171,8 +223,9 @@ class Prediction:
         show(saved)
         button.on_click(press)
         unit = [w.HTML(html.escape(self.unit))] if self.unit and self.kind == "number" else []
-        return w.VBox([w.HTML(f"<b>Predict:</b> {html.escape(self.question)}"), w.HBox([field, *unit, button]),
-                       status], layout=w.Layout(border="1px solid #2e86de", padding="4px 8px", margin="4px 0"))
+        row = w.HBox([field, *unit, button], layout=w.Layout(flex_flow="row wrap"))
+        return w.VBox([w.HTML(f"<b>Predict:</b> {html.escape(self.question)}"), row, status],
+                      layout=w.Layout(border="1px solid #2e86de", padding="4px 8px", margin="4px 0"))
 
     def __repr__(self) -> str:
         value = self.value
@@ -211,4 +264,159 @@ def summary(lesson: str, asked: Optional[Sequence[str]] = None) -> Summary:
     """How the learner's predictions in ``lesson`` came out; also marks the lesson as finished."""
     right, judged = learner.predictions_of(lesson)
     learner.record_lesson_done(lesson)
-    return Summary(lesson, right, judged, len(asked) if asked is not None else len(_ASKED.get(lesson, [])))
+    result = Summary(lesson, right, judged, len(asked) if asked is not None else len(_ASKED.get(lesson, [])))
+    classlink.publish("lesson", lesson, right=right, judged=judged, asked=result.asked)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------- the class poll
+class ClassResults:
+    """The class's answers to one prediction, live (see :func:`class_results`)."""
+
+    def __init__(self, prediction_id: str, seconds: float = 900.0, refresh: float = 1.0) -> None:
+        self.id, self.seconds, self.refresh = prediction_id, seconds, refresh
+        self.login = classlink.link()
+        self._reader = classlink.EventReader(self.login) if self.login is not None else None
+        self._lock = threading.Lock()
+        self._halt = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._parts: Any = None
+        if self._reader is not None:
+            self._reader.poll(2.0)  # what the class already sent
+
+    # ------------------------------------------------------------ the data
+    @property
+    def answers(self) -> dict[str, Any]:
+        """Learner -> the answer they locked in (their last one; trainers left out)."""
+        if self._reader is None:
+            return {}
+        with self._lock:
+            events = list(self._reader.events)
+        return classlink.answers(events, self.id, exclude={*self.login.trainers, self.login.user})
+
+    @property
+    def outcomes(self) -> dict[str, dict[str, Any]]:
+        """Learner -> what their cluster measured when they revealed (``actual``, ``right``)."""
+        if self._reader is None:
+            return {}
+        with self._lock:
+            events = list(self._reader.events)
+        return classlink.outcomes(events, self.id)
+
+    def _asked(self) -> dict[str, Any]:
+        """The question as asked: in this kernel, else as the newest learner's answer carried it."""
+        asked = _QUESTIONS.get(self.id)
+        if asked is not None:
+            return {"question": asked.question, "answer_kind": asked.kind,
+                    "choices": [_fmt(c) for c in asked.choices] if asked.choices is not None else None}
+        if self._reader is None:
+            return {}
+        with self._lock:
+            sent = [e.data for e in self._reader.events if e.kind == "prediction" and e.key == self.id]
+        return sent[-1] if sent else {}
+
+    def counts(self) -> list[tuple[str, int]]:
+        """(answer, how many learners gave it), in the question's order (every choice, even with no votes)."""
+        given = Counter(_fmt(v) for v in self.answers.values())
+        asked = self._asked()
+        order = list(asked.get("choices") or [])
+        if asked.get("answer_kind") == "yes/no":
+            order = ["yes", "no"]
+        order += sorted((a for a in given if a not in order), key=lambda a: (len(a), a))
+        return [(a, given.get(a, 0)) for a in order]
+
+    def measured(self) -> Optional[str]:
+        """The outcome most of the class's clusters measured (None before anyone revealed)."""
+        seen = Counter(_fmt(o["actual"]) for o in self.outcomes.values() if o["actual"] is not None)
+        return seen.most_common(1)[0][0] if seen else None
+
+    def status(self) -> str:
+        if self._reader is None:
+            mine = learner.prediction(self.id)
+            return ("No class poll here: this notebook does not run in a Kafka Lab classroom (make classroom), so "
+                    "nothing was sent or read." + (f" Your own answer: {_fmt(mine['value'])}." if mine else ""))
+        n = len(self.answers)
+        text = f"{n} learner{'s' if n != 1 else ''} answered"
+        measured = self.measured()
+        if measured is not None:
+            right = sum(1 for a in self.answers.values() if _fmt(a) == measured)
+            text += f"; the cluster measured {measured} — {right} of {n} predicted it"
+        if self._reader.error:
+            text += f" (class cluster: {self._reader.error})"
+        return text + "."
+
+    # ------------------------------------------------------------ display
+    def _title(self) -> str:
+        question = self._asked().get("question")
+        return f"Class poll {self.id}" + (f": {question}" if question else "")
+
+    def _bars_html(self) -> str:
+        counts, measured = self.counts(), self.measured()
+        top = max([c for _, c in counts] + [1])
+        rows = "".join(f"<tr><td style='padding-right:8px'>{html.escape(a)}</td><td><div style='background:"
+                       f"{'#27ae60' if a == measured else '#2e86de'};height:14px;width:{240 * c // top}px'></div></td>"
+                       f"<td>{c}</td></tr>" for a, c in counts)
+        return f"<table>{rows}</table>"
+
+    def _repr_html_(self) -> str:
+        return (f"<div style='border:1px solid #2e86de;border-radius:4px;padding:6px 10px'><b>"
+                f"{html.escape(self._title())}</b>{self._bars_html() if self._reader else ''}"
+                f"<small>{html.escape(self.status())}</small></div>")
+
+    def __repr__(self) -> str:
+        return f"{self._title()} — {self.status()}"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        if self._reader is None:
+            return {"text/html": self._repr_html_(), "text/plain": repr(self)}
+        bundle = dict(self._widget()._repr_mimebundle_(include=include, exclude=exclude) or {})
+        bundle.update({"text/html": self._repr_html_(), "text/plain": repr(self)})
+        return bundle
+
+    def _widget(self) -> Any:
+        import ipywidgets as w
+        import plotly.graph_objects as go
+
+        if self._parts is None:
+            fig = go.FigureWidget(go.Bar(x=[], y=[], marker_color=[]))
+            fig.update_layout(height=300, margin=dict(l=40, r=10, t=10, b=40), yaxis_title="learners",
+                              yaxis_rangemode="tozero", plot_bgcolor="white")
+            status = w.HTML()
+            self._parts = (w.VBox([w.HTML(f"<b>{html.escape(self._title())}</b>"), fig, status]), fig, status)
+            self._draw()
+            self._thread = threading.Thread(target=self._follow, name=f"labkit-class-poll-{self.id}", daemon=True)
+            self._thread.start()
+        return self._parts[0]
+
+    def _draw(self) -> None:
+        _, fig, status = self._parts
+        counts, measured = self.counts(), self.measured()
+        with fig.batch_update():
+            fig.data[0].x = [a for a, _ in counts]
+            fig.data[0].y = [c for _, c in counts]
+            fig.data[0].marker.color = ["#27ae60" if a == measured else "#2e86de" for a, _ in counts]
+        status.value = f"<small>{html.escape(self.status())}</small>"
+
+    def _follow(self) -> None:
+        assert self._reader is not None
+        deadline = time.monotonic() + self.seconds
+        while not self._halt.is_set() and time.monotonic() < deadline:
+            with self._lock:
+                new = self._reader.poll(self.refresh)
+            if new or self._reader.error:
+                self._draw()
+        self._reader.close()
+
+    def stop(self) -> None:
+        """Stop following the class (the figure keeps what it shows)."""
+        self._halt.set()
+
+
+def class_results(prediction_id: str, seconds: float = 900.0) -> ClassResults:
+    """The class's answers to ``prediction_id``, live: a histogram that fills as learners lock in their answers,
+    and once learners reveal, the outcome their clusters measured (highlighted) and how many predicted it.
+
+    For the trainer, in a classroom (their login may read every learner's answers). It follows the class for
+    ``seconds``; ``.answers`` and ``.counts()`` give the numbers. Outside a classroom it says so.
+    """
+    return ClassResults(prediction_id, seconds=seconds)

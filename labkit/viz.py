@@ -22,6 +22,10 @@ ROLES = {
     "no replica": "#f4f6f7",
 }
 _CODE = {name: i for i, name in enumerate(ROLES)}
+#: A figure's title in a top margin of its own, just above the plot, under the row plotly's toolbar takes on
+#: hover: the toolbar covered "(6 under-replicated)" at the end of a replica map's title (issue 26).
+TITLE = dict(x=0, xref="paper", xanchor="left", y=1, yref="paper", yanchor="bottom", pad={"b": 8})
+TOP_MARGIN = 70
 
 
 def replica_roles(state: TopicState, brokers: Sequence[int], dead: Iterable[int] = ()) -> list[list[str]]:
@@ -66,8 +70,9 @@ def partition_map(state: TopicState, brokers: Sequence[int], dead: Iterable[int]
     """Partitions × brokers: who leads, who follows in sync, who lags, who is down."""
     fig = go.Figure(_heatmap(state, brokers, dead, showscale=False))
     _legend(fig)
-    fig.update_layout(title=title or f"Topic {state.name}: replicas per broker", height=140 + 40 * len(state),
-                      margin=dict(l=40, r=20, t=50, b=30), yaxis_autorange="reversed", plot_bgcolor="white")
+    fig.update_layout(title={**TITLE, "text": title or f"Topic {state.name}: replicas per broker"},
+                      height=160 + 40 * len(state), margin=dict(l=40, r=20, t=TOP_MARGIN, b=30),
+                      yaxis_autorange="reversed", plot_bgcolor="white")
     return fig
 
 

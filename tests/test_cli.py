@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -37,6 +38,19 @@ def test_unknown_tool_is_a_one_line_error():
 def test_bad_set_is_a_usage_error(tmp_path):
     out = run("cluster", "up", "--set", "no-equals-sign", env={"LABKIT_STATE_DIR": str(tmp_path)})
     assert out.returncode == 1 and "KEY=VALUE" in out.stderr
+
+
+def test_grade_takes_an_exercise_by_its_name(tmp_path, monkeypatch):
+    """`labkit grade murmur2` grades the learner's copy from anywhere: the lab's terminal opens in notebooks/."""
+    from labkit.grading.exercises import submission_path
+
+    monkeypatch.setenv("LABKIT_LEARNER_DIR", str(tmp_path / "copies"))
+    monkeypatch.chdir(tmp_path)
+    assert submission_path("murmur2") == tmp_path / "copies" / "murmur2.ipynb"
+    (tmp_path / "murmur2").mkdir()  # a class folder of that name wins: it is what the path says
+    assert submission_path("murmur2") == Path("murmur2")
+    out = run("grade", "no-such-exercise")
+    assert out.returncode == 1 and out.stderr.startswith("labkit: No such notebook")
 
 
 def test_doctor_reports_java_and_jars():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 
@@ -189,12 +190,23 @@ def test_two_clusters_at_once_do_not_collide(unique):
             c.stop()
 
 
-def test_bad_broker_setting_value_raises_with_log_and_leaves_nothing(jvm_pids):
+def test_a_value_kafka_refuses_is_caught_before_anything_starts(jvm_pids):
     before = set(os.listdir(labkit.backends.owned.data_root()))
-    with pytest.raises(BrokerStartError) as info:
-        labkit.start_cluster("single-broker", progress=False, num_partitions="many")
+    for bad, expect in ((dict(num_partitions="many"), "num.partitions='many' is not valid: Kafka takes"),
+                        (dict(num_partitions=-1), "num.partitions=-1 is not valid"),
+                        (dict(log_retention_ms="abc"), "log.retention.ms='abc'")):
+        with pytest.raises(SettingError, match=re.escape(expect)):
+            labkit.start_cluster("single-broker", progress=False, **bad)
+    assert set(os.listdir(labkit.backends.owned.data_root())) == before
+    assert jvm_pids("labkit-") == []
+
+
+def test_a_setting_only_the_broker_refuses_raises_with_its_log_and_leaves_nothing(jvm_pids):
+    before = set(os.listdir(labkit.backends.owned.data_root()))
+    with pytest.raises(BrokerStartError) as info:  # valid alone, above the default heartbeat: a check across settings
+        labkit.start_cluster("single-broker", progress=False, group_consumer_min_heartbeat_interval_ms=20_000)
     assert info.value.log_tail  # the evidence is attached
-    assert "num.partitions" in str(info.value)
+    assert "group.consumer.min.heartbeat.interval.ms" in info.value.log_tail
     leftovers = set(os.listdir(labkit.backends.owned.data_root())) - before
     assert not [d for d in leftovers if d.startswith("labkit-")]
     assert jvm_pids("labkit-") == [] or all("labkit-" not in d for d in leftovers)

@@ -64,12 +64,7 @@ def consume_loop(consumer, process, idle_seconds: float = 3.0) -> None:
 nb.code("""
 ex.check(globals())
 """)
-nb.md("""
-## Get graded
-
-`labkit grade notebooks/exercises/commit_strategy.ipynb`
-""")
 nb.code("""
 cluster.stop()
 """)
-
+nb.get_graded()

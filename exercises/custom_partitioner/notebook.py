@@ -93,12 +93,7 @@ sorted({(r.key_text, r.partition) for r in cluster.read_all(topic)})
 nb.code("""
 ex.check(globals())
 """)
-nb.md("""
-## Get graded
-
-`labkit grade notebooks/exercises/custom_partitioner.ipynb`
-""")
 nb.code("""
 cluster.stop()
 """)
-
+nb.get_graded()

@@ -62,12 +62,7 @@ def apply_payment(db: sqlite3.Connection, payment: dict) -> None:
 nb.code("""
 ex.check(globals())
 """)
-nb.md("""
-## Get graded
-
-`labkit grade notebooks/exercises/dedupe_consumer.ipynb`
-""")
 nb.code("""
 cluster.stop()
 """)
-
+nb.get_graded()

@@ -55,3 +55,29 @@ def translates_from_a_busy_topic(ns):
     checks.write_checkpoints(ns.cluster, alias, records, partitions=3)
     got = checks.normal(ns.translated_offsets(ns.cluster.bootstrap_servers, group, alias, "orders"))
     assert got == expected, f"got {got}, expected {expected}"
+
+
+#: The questions' right letters live here, on the trainer's side only (hidden checks are not in the learner bundle).
+ANSWERS = {"WHY_TWICE": "b", "UPSTREAM_ON_DR": "c"}
+
+
+def _letter(ns, name: str) -> str:
+    answer = getattr(ns, name)          # not set yet: NotImplementedError, "not attempted"
+    assert isinstance(answer, str) and answer.strip().lower() in ("a", "b", "c", "d"), \
+        f"{name} must be one letter (a, b, c or d), not {answer!r}"
+    return answer.strip().lower()
+
+
+@check("why_some_records_twice", points=1, hidden=True)
+def why_some_records_twice(ns):
+    """WHY_TWICE: the duplicates of a failover at translated offsets are the group's own at-least-once window
+    plus the gap to the last offset sync."""
+    assert _letter(ns, "WHY_TWICE") == ANSWERS["WHY_TWICE"], "not the source of the duplicates the drill counts"
+
+
+@check("upstream_offset_on_dr", points=1, hidden=True)
+def upstream_offset_on_dr(ns):
+    """UPSTREAM_ON_DR: a checkpoint's upstream offset is in primary's numbering, not dr's."""
+    assert _letter(ns, "UPSTREAM_ON_DR") == ANSWERS["UPSTREAM_ON_DR"], \
+        "compare the two offset columns of a checkpoint with where the same record sits on dr"
+

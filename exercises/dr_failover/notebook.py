@@ -172,28 +172,34 @@ nb.code("""
 ex.check(globals())
 """)
 nb.md("""
-## Question
+## Questions
 
-Why does a group that fails over at its translated offsets process some records twice, and
-what bounds how many? Would starting from the checkpoint's *upstream* offset on dr be better?
+Answer each with the letter of one choice; the grader checks them.
+
+**`WHY_TWICE`** — A group that fails over at its translated offsets processes some records twice.
+Where do they come from?
+
+* **a** — MirrorMaker copies some records to dr twice.
+* **b** — What the group processed on primary after its last commit, plus the records between the
+  last offset sync MirrorMaker wrote and that commit (one sync every `offset.lag.max` records).
+* **c** — Records primary acknowledged after the last checkpoint was written.
+* **d** — The failover consumer reading each partition from its beginning.
+
+**`UPSTREAM_ON_DR`** — What if the group started on dr at the checkpoint's *upstream* offset (its
+commit on primary) instead of the translated one?
+
+* **a** — Nothing changes: MirrorMaker keeps the offsets of the copy equal to primary's.
+* **b** — The broker on dr translates it when the consumer fetches.
+* **c** — It counts in primary's numbering: on dr it points at another record, or past the end
+  (then `auto.offset.reset` decides), so records are skipped or read again.
 """)
-nb.md("""
+nb.code('''
 ### BEGIN SOLUTION
-Two windows add up. The group's own: what it processed on primary after its last commit (at
-most a batch here). MirrorMaker's: a commit is translated with the last offset sync at or below
-it (one every `offset.lag.max` = 100 records, and at each offset flush), so the translated
-offset can be up to about that many records early, plus the checkpoint interval's worth of
-commits not yet checkpointed. Translation is conservative: it never points past what was
-processed, so nothing is skipped. The upstream offset is in primary's numbering: on dr it points
-at another record or past the end (then `auto.offset.reset` decides: everything again, or a
-gap of lost records) — here dr's copy starts at 0 while primary's log starts later.
+WHY_TWICE = "b"
+UPSTREAM_ON_DR = "c"
 ### END SOLUTION
-""")
-nb.md("""
-## Get graded
-
-`labkit grade notebooks/exercises/dr_failover.ipynb`
-""")
+''')
 nb.code("""
 cluster.stop()
 """)
+nb.get_graded()

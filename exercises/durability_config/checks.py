@@ -77,7 +77,9 @@ def assert_nothing_lost(count: ProduceCount) -> None:
         f"only {count.acked} of {count.sent} records were acknowledged ({dict(count.errors)})"
 
 
-@check("acks_wait_for_the_isr", points=1, hint="Which acks value waits for every in-sync replica?")
+@check("acks_wait_for_the_isr", points=1,
+       hint="Lesson 04, 'acks and min.insync.replicas': which setting acknowledged records that were on one disk "
+            "only (the 'stored' column with two brokers down)?")
 def acks_wait_for_the_isr(ns):
     """The producer waits for all in-sync replicas."""
     acks = str(setting(effective_config(ns.PRODUCER_CONFIG, "PRODUCER_CONFIG"), "acks")).strip().lower()
@@ -85,7 +87,8 @@ def acks_wait_for_the_isr(ns):
 
 
 @check("two_copies_before_success", points=1,
-       hint="min.insync.replicas is a topic (or broker) setting; with 3 replicas, 2 leaves room for one failure.")
+       hint="Lesson 04, 'acks and min.insync.replicas': with how many brokers down did acks=all still succeed, and "
+            "when was it refused? Lesson 03's unclean election shows what a single in-sync copy risks.")
 def two_copies_before_success(ns):
     """The topic demands at least two in-sync copies, and has three replicas to lose one of."""
     rf, config = topic_settings(ns)
@@ -97,7 +100,9 @@ def two_copies_before_success(ns):
     assert 2 <= min_isr < rf, f"min.insync.replicas is {min_isr}"
 
 
-@check("retries_do_not_duplicate", points=1, hint="Retries are safe when the producer is idempotent.")
+@check("retries_do_not_duplicate", points=1,
+       hint="Lesson 04, 'Duplicates from retries': the duplicates column of its two runs, and the segment dump "
+            "after it (what the broker keeps to drop a batch it already has).")
 def retries_do_not_duplicate(ns):
     """The producer is idempotent, so its retries during failovers store nothing twice."""
     value = setting(effective_config(ns.PRODUCER_CONFIG, "PRODUCER_CONFIG"), "enable.idempotence")
@@ -105,7 +110,8 @@ def retries_do_not_duplicate(ns):
 
 
 @check("survives_a_leader_kill", points=2,
-       hint="A write must be on enough replicas before it is acknowledged, and a retry must not store it twice.")
+       hint="Lesson 03, 'Kill a leader while a producer is writing': look at its duplicates column; lesson 04 shows "
+            "which settings change each column of that table (and how long a producer keeps trying a record).")
 def survives_a_leader_kill(ns):
     """The failure you can try in the notebook: 300 records while the leader of partition 0 is killed (and
     restarted at the end). Nothing acknowledged is lost, nothing stored twice, every record acknowledged."""

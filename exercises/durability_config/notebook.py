@@ -70,12 +70,7 @@ trial = produce_and_count(cluster, topic, count=300, pace=0.004, **config,
 cluster.start_broker(victim)
 counts_frame({"your settings, leader killed": trial})
 """, tags=("demo",))
-nb.md("""
-## Get graded
-
-`labkit grade notebooks/exercises/durability_config.ipynb`
-""")
 nb.code("""
 cluster.stop()
 """)
-
+nb.get_graded()

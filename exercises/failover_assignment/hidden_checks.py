@@ -19,6 +19,28 @@ def reference(members: dict[str, int], partitions: list) -> dict[str, list]:
     return {m: sorted(partitions) if m == active else [] for m in members}
 
 
+#: Task 3's statements about assign() (the notebook's STATEMENTS): true or false of the design. With assign() the
+#: coordinator runs no rebalance for the work partitions (no on_revoke) and fences nobody: commits with generation -1 are accepted from any
+#: consumer of the group id, so a replaced member that still runs can commit, and two members can consume at once
+#: until the application's own liveness check (the lease group) notices. A Java ConsumerPartitionAssignor runs in
+#: the group's rebalance, which brings membership, generations and revocation.
+TRADE_OFFS = {"no_rebalance": True, "zombie_fenced": False, "own_detection": True, "overlap": True,
+              "commits_refused": False, "assignor_protocol": True}
+
+
+@check("assign_trade_offs", points=2, hidden=True)
+def assign_trade_offs(ns):
+    """Task 3: every statement about what assign() gives up judged right (all six, or no points)."""
+    answers = ns.ANSWERS
+    assert isinstance(answers, dict), f"ANSWERS should be a dict of statement -> True/False, not {type(answers).__name__}"
+    missing = sorted(set(TRADE_OFFS) - set(answers))
+    assert not missing, f"ANSWERS has no answer for {missing}"
+    wrong_type = sorted(k for k in TRADE_OFFS if not isinstance(answers[k], bool))
+    assert not wrong_type, f"answer True or False (not a string or a number) for {wrong_type}"
+    right = sum(answers[k] == v for k, v in TRADE_OFFS.items())
+    assert right == len(TRADE_OFFS), f"{right} of {len(TRADE_OFFS)} statements judged right"
+
+
 @check("hidden_cases", points=2, hidden=True)
 def hidden_cases(ns):
     """300 random member/priority/partition layouts (negative priorities and ties included) match the reference."""

@@ -114,6 +114,7 @@ from pathlib import Path
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient
 
+from labkit.waiting import Wait
 from labkit.workloads import read_events, record_event
 
 SESSION_TIMEOUT_MS = 6000
@@ -217,16 +218,20 @@ class Team:
 
     def wait(self, condition, what, timeout=40.0):
         \"\"\"Wait until condition(); the seconds it took.\"\"\"
-        start = time.monotonic()
-        while time.monotonic() - start < timeout:
+        def members_alive():
             dead = [n for n, p in self.procs.items() if p.exitcode not in (None, -signal.SIGKILL)]
             if dead:
                 raise RuntimeError(f"member {dead[0]} exited with code {self.procs[dead[0]].exitcode}: "
                                    "did follow() or failover_assign() raise?")
-            if condition():
-                return time.monotonic() - start
-            time.sleep(0.2)
-        raise TimeoutError(f"{what} did not happen within {timeout:.0f} s")
+
+        start = time.monotonic()
+        Wait(what, timeout=timeout, interval=0.2, check=members_alive).until(condition)
+        return time.monotonic() - start
+
+    def logged(self, name):
+        \"\"\"How many records a member has processed (lines of its log).\"\"\"
+        path = self.workdir / f"{name}.log"
+        return len(path.read_text().splitlines()) if path.exists() else 0
 """)
 nb.md("""
 Start a primary and a standby, kill the primary, and watch the standby take over:
@@ -243,7 +248,7 @@ team.start("primary", 10)
 team.start("standby", 5)
 try:
     team.wait(lambda: len(team.mine("primary")) == 3, "the primary taking every partition")
-    time.sleep(2)
+    team.wait(lambda: team.logged("primary") >= 50, "the primary processing records")
     killed = time.time()
     team.kill("primary")
     took = team.wait(lambda: len(team.mine("standby")) == 3, "the standby taking over", timeout=30)
@@ -254,28 +259,31 @@ groupviz.rebalance_timeline(team.events(), t0=killed, marks={"primary killed": k
                             title="Active/passive: the standby takes over (seconds after the kill)")
 """)
 nb.md("""
-## Question
+## Task 3 — what `assign()` gives up
 
-What do you give up by assigning with `assign()` instead of a group assignor, and what would a
-custom assignor in the Java client (`ConsumerPartitionAssignor`) give you instead?
+The members above assign themselves with `assign()` instead of letting a group assignor do it.
+For each statement below, decide whether it is true of this design: set `ANSWERS` to a dict with
+every key of `STATEMENTS` and `True` or `False` for each. The grader scores all six together
+(every one right, or no points), and does not say which ones were wrong.
 """)
-nb.md("""
+nb.code("""
+STATEMENTS = {
+    "no_rebalance": "The work partitions move without a rebalance: no on_revoke callback runs for them.",
+    "zombie_fenced": "A member that is still running after being replaced is fenced: the broker refuses its commits.",
+    "own_detection": "Failover waits for the application's own liveness check (here: the lease group's session).",
+    "overlap": "For a moment, two members may consume the same partition.",
+    "commits_refused": "The broker refuses commits from consumers that use assign(): offsets must be kept elsewhere.",
+    "assignor_protocol": "A custom assignor in the Java client would run inside the group's rebalance, so "
+                         "membership and revocation before reassignment would come from the group protocol.",
+}
+""")
+nb.code('''
 ### BEGIN SOLUTION
-With `assign()` the group coordinator does not manage the assignment: there is no rebalance,
-no `on_revoke`, no generation fencing. The application must detect liveness itself (here a lease
-group and `describe_consumer_groups`), failover waits for that detection (the session timeout),
-and for a moment two members can both consume (the old one has not noticed yet), so commits
-must keep processing at-least-once and effects idempotent. A custom assignor runs inside the
-group's rebalance: membership, fencing of zombies and revocation before reassignment come from
-the protocol.
+ANSWERS = {"no_rebalance": True, "zombie_fenced": False, "own_detection": True, "overlap": True,
+           "commits_refused": False, "assignor_protocol": True}
 ### END SOLUTION
-""")
-nb.md("""
-## Get graded
-
-`labkit grade notebooks/exercises/failover_assignment.ipynb`
-""")
+''')
 nb.code("""
 cluster.stop()
 """)
-
+nb.get_graded()

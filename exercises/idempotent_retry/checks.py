@@ -44,7 +44,8 @@ def acks_all(config: dict[str, Any]) -> bool:
 
 
 @check("fixed_config_is_idempotent", points=2,
-       hint="One setting makes the broker drop retried batches it already has; it needs acks=all.")
+       hint="Lesson 04, 'How the broker knows: producer id and sequence numbers': compare the two topics' batches "
+            "in the segment dump. Which producer's batches can the broker recognise when they come again?")
 def fixed_config_is_idempotent(ns):
     """FIXED_CONFIG enables idempotence (with acks=all, which idempotence requires)."""
     config = effective_config(ns.FIXED_CONFIG, "FIXED_CONFIG")

@@ -81,12 +81,7 @@ ex.check(globals())
 nb.code("""
 counts_frame({"fixed": stall_test(FIXED_CONFIG)})
 """, tags=("demo",))
-nb.md("""
-## Get graded
-
-`labkit grade notebooks/exercises/idempotent_retry.ipynb`
-""")
 nb.code("""
 cluster.stop()
 """)
-
+nb.get_graded()

@@ -128,17 +128,4 @@ def java_partition(key: bytes, num_partitions: int) -> int:
 nb.code("""
 ex.check(globals())
 """)
-
-nb.md("""
-## Get graded
-
-Save the notebook, then in a terminal:
-
-```sh
-labkit grade notebooks/exercises/murmur2.ipynb
-```
-
-The grader runs this notebook from top to bottom in a fresh kernel, then every check, and prints
-your score. Your notebook file is not changed.
-""")
-
+nb.get_graded()

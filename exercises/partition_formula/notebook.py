@@ -127,11 +127,4 @@ disagreeing_key = next(k for k in (f"order-{i}".encode() for i in range(100))
 nb.code("""
 ex.check(globals())
 """)
-nb.md("""
-## Get graded
-
-```sh
-labkit grade notebooks/exercises/partition_formula.ipynb
-```
-""")
-
+nb.get_graded()

@@ -122,11 +122,7 @@ pd.DataFrame(attempts).set_index("job")
 nb.code("""
 ex.check(globals())
 """)
-nb.md("""
-## Get graded
-
-`labkit grade notebooks/exercises/poison_queue.ipynb`
-""")
 nb.code("""
 cluster.stop()
 """)
+nb.get_graded()

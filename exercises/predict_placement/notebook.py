@@ -108,14 +108,10 @@ produce_and_compare(cluster, topic, keys, {})
 nb.code("""
 ex.check(globals())
 """)
-nb.md("""
-## Get graded
-
-`labkit grade notebooks/exercises/predict_placement.ipynb` — the hidden checks create new topics
-with random partition counts and partitioners, produce with the real client and compare every
-record with your `predict`.
-""")
 nb.code("""
 cluster.stop()
 """)
-
+nb.get_graded("""
+The hidden checks create new topics with random partition counts and partitioners, produce with the
+real client and compare every record with your `predict`.
+""")

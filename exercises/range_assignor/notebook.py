@@ -66,12 +66,8 @@ nb.md("""
 Notice how range favours the first members: with many topics whose partition counts don't divide
 evenly, `C0` collects one extra partition *per topic*. That imbalance is why round robin and the
 sticky assignors exist (lesson 05).
-
-## Get graded
-
-`labkit grade notebooks/exercises/range_assignor.ipynb`
 """)
 nb.code("""
 cluster.stop()
 """)
-
+nb.get_graded()

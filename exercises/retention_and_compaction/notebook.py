@@ -123,11 +123,7 @@ for second in range(8):
                                                         for offset, key, value in table()])
 producer.flush(10)
 """)
-nb.md("""
-## Get graded
-
-`labkit grade notebooks/exercises/retention_and_compaction.ipynb`
-""")
 nb.code("""
 cluster.stop()
 """)
+nb.get_graded()

@@ -163,11 +163,7 @@ pd.DataFrame([{"version": f"v{n}", "registry": try_register(registry, subject, v
 nb.code("""
 ex.check(globals())
 """)
-nb.md("""
-## Get graded
-
-`labkit grade notebooks/exercises/schema_evolution.ipynb`
-""")
 nb.code("""
 cluster.stop()
 """)
+nb.get_graded()

@@ -2,9 +2,13 @@
 
 The learner writes three functions (see the notebook):
 
-* ``windowed_counts(raw)`` -- Kafka rows -> parsed views -> 30 s watermark -> count per 1-minute window and page;
+* ``windowed_counts(raw, window, delay)`` -- Kafka rows -> parsed views -> a ``delay`` watermark -> count per
+  tumbling ``window`` and page;
 * ``to_kafka_records(counts)`` -- those counts as Kafka records (key = page, value = JSON);
-* ``start_query(spark, cluster, source_topic, results_topic, checkpoint)`` -- the running query.
+* ``start_query(spark, cluster, source_topic, results_topic, checkpoint, window, delay)`` -- the running query.
+
+The window length and the watermark delay are chosen at grade time from :data:`SHAPES`, none of them
+lesson 07's (1 minute, 30 seconds): a query copied from the lesson counts the wrong windows.
 
 Spark and the learner's functions live in the learner's kernel: the task :func:`in_kernel` runs one
 step there (call a function on a table built from plain data, start the query, let it process
@@ -39,12 +43,12 @@ SHARE_CLUSTER = True
 #: the learner is given the generator, send and window_counts_frame (the notebook's setup cell).
 RULES = Rules(forbid=["labkit.generators"], allow=["generate_page_views", "send", "window_counts_frame", "counts_frame"])
 
-WINDOW = timedelta(minutes=1)
-DELAY = timedelta(seconds=30)
 FIELDS = {"window_start", "window_end", "page", "count"}
-#: Event time each generated round covers: 35 s rounds bring late events from round 2 and too-late
-#: ones in round 5 (with the default 30 s, too-late ones need 6 rounds: a longer grading run).
-ROUND_SPAN = "35 seconds"
+#: (window, watermark delay, event time each generated round covers) the grader picks from. Each round span
+#: brings late events from round 2 and too-late ones by round 5 for that window and delay, whatever the seed
+#: (checked over 300 seeds for every stream the checks generate).
+SHAPES = (("30 seconds", "10 seconds", "20 seconds"), ("90 seconds", "20 seconds", "45 seconds"),
+          ("2 minutes", "1 minute", "75 seconds"))
 CALL_TIMEOUT = 60.0     # start_query / processAllAvailable; a correct one takes a few seconds
 SESSION_TIMEOUT = 300.0  # the first step may start the kernel's Spark session again (the notebook stopped it)
 RESULTS_TIMEOUT = 30.0  # at most this long for the results topic to fill after the last round ...
@@ -64,7 +68,8 @@ def in_kernel(user, op, bootstrap, *args):
     ops: ``active`` (ids of running queries), ``plan`` (explain windowed_counts on the Kafka source),
     ``counts`` (windowed_counts on a static table of Kafka rows), ``records`` (to_kafka_records on a
     table of counts), ``start`` / ``process`` / ``status`` / ``stop`` (the learner's query), ``stop_new``
-    (stop every query not running before).
+    (stop every query not running before). ``plan``, ``counts`` and ``start`` end with the window and
+    the delay the learner's functions are called with.
     """
     import contextlib
     import io
@@ -139,10 +144,12 @@ def in_kernel(user, op, bootstrap, *args):
                         stopped += 1
             return {"stopped": stopped}
         if op == "plan":
+            topic, window, delay = args
             raw = (spark.readStream.format("kafka")
-                   .options(**labkit.spark.kafka_options(cluster, subscribe=args[0], startingOffsets="earliest"))
+                   .options(**labkit.spark.kafka_options(cluster, subscribe=topic, startingOffsets="earliest"))
                    .load())
-            out = dataframe(bounded(user["windowed_counts"], raw, what="windowed_counts(raw)"), "windowed_counts")
+            out = dataframe(bounded(user["windowed_counts"], raw, window, delay,
+                                    what=f"windowed_counts(raw, {window!r}, {delay!r})"), "windowed_counts")
             if not out.isStreaming:
                 return {"streaming": False}
 
@@ -155,10 +162,12 @@ def in_kernel(user, op, bootstrap, *args):
             return {"streaming": True, "plan": bounded(explain, what="explaining the plan")}
         if op == "counts":
             now = datetime.now(timezone.utc)  # Kafka's timestamp: when the rows were made, not the event time
-            rows = [(bytearray(k), bytearray(v), "page-views", 0, i, now, 0) for i, (k, v) in enumerate(args[0])]
+            views, window, delay = args
+            rows = [(bytearray(k), bytearray(v), "page-views", 0, i, now, 0) for i, (k, v) in enumerate(views)]
             raw = spark.createDataFrame(rows, "key BINARY, value BINARY, topic STRING, partition INT, offset LONG, "
                                               "timestamp TIMESTAMP, timestampType INT")
-            out = dataframe(bounded(user["windowed_counts"], raw, what="windowed_counts(raw)"), "windowed_counts")
+            out = dataframe(bounded(user["windowed_counts"], raw, window, delay,
+                                    what=f"windowed_counts(raw, {window!r}, {delay!r})"), "windowed_counts")
             columns = list(out.columns)
             if not {"window", "page", "count"} <= set(columns):
                 return {"columns": columns}
@@ -189,8 +198,9 @@ def in_kernel(user, op, bootstrap, *args):
         if op == "start":
             from pyspark.sql.streaming import StreamingQuery
 
-            source, results, checkpoint = args
-            query = bounded(user["start_query"], spark, cluster, source, results, checkpoint, what="start_query(...)",
+            source, results, checkpoint, window, delay = args
+            query = bounded(user["start_query"], spark, cluster, source, results, checkpoint, window, delay,
+                            what="start_query(...)",
                             on_timeout="return the query that writeStream...start() gives; do not wait for it with "
                                        "awaitTermination()")
             if query is None:
@@ -243,16 +253,30 @@ def seed() -> int:
     return random.SystemRandom().randrange(1, 1_000_000)
 
 
+def shape() -> tuple[str, str, str]:
+    """(window, delay, round span) chosen now."""
+    return random.SystemRandom().choice(SHAPES)
+
+
+def length(duration: str) -> timedelta:
+    """A Spark interval string ("90 seconds") as a timedelta."""
+    from labkit.generators import parse_duration
+
+    return timedelta(milliseconds=parse_duration(duration))
+
+
 def all_counts(events) -> dict[tuple[datetime, str], int]:
-    """Counts per (minute, page) over every event: what a *batch* query gives (no watermark in batch)."""
+    """Counts per (window, page) over every event: what a *batch* query gives (no watermark in batch)."""
+    window_ms = int(length(events.window).total_seconds() * 1000)
     counts: Counter = Counter()
     for e in events:
-        counts[(e.event_time.replace(second=0, microsecond=0), e.page)] += 1
+        start_ms = e.event_time_ms - e.event_time_ms % window_ms
+        counts[(datetime.fromtimestamp(start_ms / 1000, tz=timezone.utc), e.page)] += 1
     return dict(counts)
 
 
-def label(start: datetime, page: str) -> str:
-    return f"{start:%H:%M}-{start + WINDOW:%H:%M} {page}"
+def label(start: datetime, page: str, window: timedelta = timedelta(0)) -> str:
+    return f"{start:%H:%M:%S}-{start + window:%H:%M:%S} {page}" if window else f"{start:%H:%M:%S} {page}"
 
 
 def _parse_time(value: Any, field: str, record: str) -> datetime:
@@ -264,8 +288,10 @@ def _parse_time(value: Any, field: str, record: str) -> datetime:
     return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
 
 
-def parse_record(key: Optional[bytes | str], value: Optional[bytes | str]) -> tuple[datetime, str, int]:
-    """One results-topic record -> (window start, page, count); AssertionError saying what is wrong."""
+def parse_record(key: Optional[bytes | str], value: Optional[bytes | str], window: timedelta
+                 ) -> tuple[datetime, str, int]:
+    """One results-topic record of ``window``-long windows -> (window start, page, count); AssertionError saying
+    what is wrong."""
     key_text = key.decode(errors="replace") if isinstance(key, (bytes, bytearray)) else key
     value_text = value.decode(errors="replace") if isinstance(value, (bytes, bytearray)) else value
     shown = (value_text or "")[:160]
@@ -279,7 +305,8 @@ def parse_record(key: Optional[bytes | str], value: Optional[bytes | str]) -> tu
                                 f"{sorted(FIELDS)}: {shown}")
     start = _parse_time(doc["window_start"], "window_start", shown)
     end = _parse_time(doc["window_end"], "window_end", shown)
-    assert end - start == WINDOW, f"window_start and window_end must be 1 minute apart: {shown}"
+    assert end - start == window, \
+        f"window_start and window_end must be {window.total_seconds():g} s apart (the window asked for): {shown}"
     assert isinstance(doc["count"], int) and not isinstance(doc["count"], bool), \
         f"count must be a JSON number, not {type(doc['count']).__name__}: {shown}"
     assert key_text == doc["page"], f"the record key must be the page ({doc['page']!r}), got {key_text!r}"
@@ -287,7 +314,7 @@ def parse_record(key: Optional[bytes | str], value: Optional[bytes | str]) -> tu
 
 
 def compare(got: list[tuple[datetime, str, int]], expected: dict[tuple[datetime, str], int],
-            duplicate_hint: str, too_many_hint: str, too_few_hint: str) -> None:
+            duplicate_hint: str, too_many_hint: str, too_few_hint: str, window: timedelta = timedelta(0)) -> None:
     """AssertionError (one line) unless every expected window arrived exactly once with its count."""
     seen: dict[tuple[datetime, str], list[int]] = {}
     for start, page, n in got:
@@ -295,8 +322,8 @@ def compare(got: list[tuple[datetime, str, int]], expected: dict[tuple[datetime,
     twice = sorted(k for k, v in seen.items() if len(v) > 1)
     if twice:
         k = twice[0]
-        raise AssertionError(f"{len(twice)} windows were written more than once, e.g. {label(*k)} with counts "
-                             f"{seen[k]} ({duplicate_hint})")
+        raise AssertionError(f"{len(twice)} windows were written more than once, e.g. {label(*k, window)} with "
+                             f"counts {seen[k]} ({duplicate_hint})")
     missing = sorted(set(expected) - set(seen))
     extra = sorted(set(seen) - set(expected))
     wrong = sorted(k for k in set(seen) & set(expected) if seen[k][0] != expected[k])
@@ -304,11 +331,12 @@ def compare(got: list[tuple[datetime, str, int]], expected: dict[tuple[datetime,
     fewer = [k for k in wrong if seen[k][0] < expected[k]]
     problems, hints = [], []
     if missing:
-        problems.append(f"{len(missing)} of {len(expected)} windows missing (e.g. {label(*missing[0])})")
+        problems.append(f"{len(missing)} of {len(expected)} windows missing (e.g. {label(*missing[0], window)})")
     if extra:
-        problems.append(f"{len(extra)} windows that should not exist (e.g. {label(*extra[0])}: {seen[extra[0]][0]})")
+        problems.append(f"{len(extra)} windows that should not exist "
+                        f"(e.g. {label(*extra[0], window)}: {seen[extra[0]][0]})")
     if wrong:
-        examples = ", ".join(f"{label(*k)}: {seen[k][0]} instead of {expected[k]}" for k in wrong[:2])
+        examples = ", ".join(f"{label(*k, window)}: {seen[k][0]} instead of {expected[k]}" for k in wrong[:2])
         problems.append(f"{len(wrong)} windows with a wrong count ({examples})")
     if more or extra:
         hints.append(too_many_hint)
@@ -322,7 +350,7 @@ def compare(got: list[tuple[datetime, str, int]], expected: dict[tuple[datetime,
 # ---------------------------------------------------------------- running the learner's query
 
 
-def _read_results(ns, topic: str, want: int, query_id: str) -> list:
+def _read_results(ns, topic: str, want: int, query_id: str, window: timedelta) -> list:
     """The records of the results topic once ``want`` have arrived (plus a short wait for any extra ones)."""
     from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
@@ -354,7 +382,7 @@ def _read_results(ns, topic: str, want: int, query_id: str) -> list:
     assert records, ("nothing arrived on the results topic after the last round: write to results_topic with the "
                      "Kafka sink in output mode append; a window is written once the watermark, on event_time, "
                      "has passed its end")
-    return [parse_record(k, v) for k, v in records]
+    return [parse_record(k, v, window) for k, v in records]
 
 
 def checkpoint_offsets(checkpoint: Path) -> dict[str, dict[int, int]]:
@@ -389,7 +417,8 @@ def _check_checkpoint(ns, checkpoint: Path, source: str) -> None:
 def run_stream(ns, events, restart_after: Optional[int] = None) -> list:
     """Run the learner's query over ``events`` round by round; returns the parsed result records.
 
-    Round 1 is on the topic *before* the query starts (it must read from the earliest offset).
+    The query is started with the window and watermark delay ``events`` was generated for. Round 1 is on
+    the topic *before* the query starts (it must read from the earliest offset).
     With ``restart_after=n`` the query is stopped after round ``n`` and started again on the same
     checkpoint. The checkpoint must record the source topic read to its end.
     """
@@ -414,15 +443,15 @@ def _run_stream_once(ns, events, restart_after: Optional[int]) -> list:
     before = step(ns, "active")
     try:
         send(cluster, source, rounds[0])
-        query = step(ns, "start", source, results, str(checkpoint))["id"]
+        query = step(ns, "start", source, results, str(checkpoint), events.window, events.watermark)["id"]
         for number, batch in enumerate(rounds, start=1):
             if number > 1:
                 send(cluster, source, batch)
             step(ns, "process", query, f"round {number} of {len(rounds)}")
             if number == restart_after:
                 step(ns, "stop", query)
-                query = step(ns, "start", source, results, str(checkpoint))["id"]
-        got = _read_results(ns, results, len(events.expected_window_counts()), query)
+                query = step(ns, "start", source, results, str(checkpoint), events.window, events.watermark)["id"]
+        got = _read_results(ns, results, len(events.expected_window_counts()), query, length(events.window))
         _check_checkpoint(ns, checkpoint, source)
         return got
     finally:
@@ -445,49 +474,61 @@ def _interval_seconds(text: str) -> Optional[float]:
     return sum(float(n) * _INTERVAL[unit] for n, unit in parts) if parts else None
 
 
-@check("counts_per_page_and_minute", points=2,
-       hint='Parse value with F.from_json(F.col("value").cast("string"), VIEW_SCHEMA), then '
-            'groupBy(F.window("event_time", "1 minute"), "page").count().')
-def counts_per_page_and_minute(ns):
-    """windowed_counts on a small static table of Kafka rows: one row per 1-minute window and page, with the
-    window (start, end), the page and the count of views in it."""
+def stream(rounds: int, per_round: int, **options: Any):
+    """Page views generated now, for a window and delay chosen now (:data:`SHAPES`)."""
     from labkit.generators import generate_page_views
 
+    window, delay, span = shape()
+    return generate_page_views(seed=seed(), rounds=rounds, per_round=per_round, window=window, watermark=delay,
+                               round_span=span, **options)
+
+
+@check("counts_per_page_and_window", points=2,
+       hint='Parse value with F.from_json(F.col("value").cast("string"), VIEW_SCHEMA), then group by '
+            'F.window("event_time", window) and the page, and count.')
+def counts_per_page_and_window(ns):
+    """windowed_counts on a small static table of Kafka rows, with a window length chosen at grade time: one
+    row per window and page, with the window (start, end), the page and the count of views in it."""
     harness.attempted(ns, "windowed_counts")
-    events = generate_page_views(seed=seed(), rounds=3, per_round=25)
-    out = step(ns, "counts", [(e.key, e.value) for e in events])
+    events = stream(rounds=3, per_round=25)
+    window = length(events.window)
+    out = step(ns, "counts", [(e.key, e.value) for e in events], events.window, events.watermark)
     missing = {"window", "page", "count"} - set(out["columns"])
     assert not missing, f"the result needs the columns window, page and count; it has {out['columns']}"
     assert out.get("window"), \
-        'the window column must be Spark\'s window struct (start, end), as F.window("event_time", "1 minute") makes it'
+        'the window column must be Spark\'s window struct (start, end), as F.window("event_time", window) makes it'
     got = []
     for start_s, end_s, page, count in out["rows"]:
         assert start_s is not None and page is not None, \
             "some rows have no window or page: is the JSON parsed with the right schema?"
         start = datetime.fromtimestamp(start_s, tz=timezone.utc)
-        assert end_s - start_s == 60, \
-            f"windows must be 1 minute long; one runs {label(start, page)[:5]} for {end_s - start_s} s"
+        assert end_s - start_s == window.total_seconds(), (
+            f"windowed_counts(raw, {events.window!r}, {events.watermark!r}): windows must be "
+            f"{window.total_seconds():g} s long; one starting {label(start, page)} runs {end_s - start_s} s")
         got.append((start, page, count))
     compare(got, all_counts(events), duplicate_hint="count once per window and page: tumbling windows",
-            too_many_hint="window by event_time from the JSON, not Kafka's timestamp",
-            too_few_hint="window by event_time from the JSON, not Kafka's timestamp")
+            too_many_hint="window by event_time from the JSON, not Kafka's timestamp, with the window given",
+            too_few_hint="window by event_time from the JSON, not Kafka's timestamp, with the window given",
+            window=window)
 
 
 @check("watermark_on_event_time", points=1,
-       hint='Call .withWatermark("event_time", "30 seconds") on the parsed views, before the groupBy.')
+       hint='Call .withWatermark("event_time", delay) on the parsed views, before grouping.')
 def watermark_on_event_time(ns):
-    """windowed_counts on Spark's Kafka source (a streaming table, not started): the plan has a 30-second
-    watermark on event_time, the time of the view from the JSON."""
+    """windowed_counts on Spark's Kafka source (a streaming table, not started), with a delay chosen at grade
+    time: the plan has a watermark of that delay on event_time, the time of the view from the JSON."""
     harness.attempted(ns, "windowed_counts")
-    out = step(ns, "plan", f"sa-plan-{uuid.uuid4().hex[:6]}")
+    window, delay, _span = shape()
+    out = step(ns, "plan", f"sa-plan-{uuid.uuid4().hex[:6]}", window, delay)
     assert out["streaming"], "given a streaming table, windowed_counts must return a streaming one (use the raw input)"
     marks = _WATERMARK.findall(out["plan"])
-    assert marks, 'there is no watermark: add .withWatermark("event_time", "30 seconds") before grouping'
-    column, delay = marks[0]
+    assert marks, 'there is no watermark: add .withWatermark("event_time", delay) before grouping'
+    column, found = marks[0]
     assert column == "event_time", (f"the watermark is on {column!r}; put it on event_time, the time the view "
                                     "happened (Kafka's timestamp is when it was written)")
-    seconds = _interval_seconds(delay)
-    assert seconds == DELAY.total_seconds(), f"the watermark delay is {delay.strip()}; the task asks for 30 seconds"
+    seconds = _interval_seconds(found)
+    assert seconds == length(delay).total_seconds(), \
+        f"windowed_counts(raw, {window!r}, {delay!r}): the watermark delay is {found.strip()}, not {delay}"
 
 
 @check("kafka_records_format", points=2,
@@ -496,34 +537,36 @@ def watermark_on_event_time(ns):
 def kafka_records_format(ns):
     """to_kafka_records on a small static table of counts: exactly the columns key and value; key = the page;
     value = JSON {"window_start", "window_end", "page", "count"} with ISO-8601 times."""
-    from labkit.generators import generate_page_views
-
     harness.attempted(ns, "to_kafka_records")
-    events = generate_page_views(seed=seed(), rounds=3, per_round=25)
+    events = stream(rounds=3, per_round=25)
+    window = length(events.window)
     expected = all_counts(events)
-    rows = [(int(start.timestamp()), int((start + WINDOW).timestamp()), page, n)
+    rows = [(int(start.timestamp()), int((start + window).timestamp()), page, n)
             for (start, page), n in expected.items()]
     out = step(ns, "records", rows)
     assert set(out["columns"]) == {"key", "value"}, \
         f"the Kafka sink writes the columns key and value; the result has {out['columns']}"
-    got = [parse_record(key, value) for key, value in out["rows"]]
+    got = [parse_record(key, value, window) for key, value in out["rows"]]
     compare(got, expected, duplicate_hint="one record per row of counts",
-            too_many_hint="copy count from the counts table", too_few_hint="copy count from the counts table")
+            too_many_hint="copy count from the counts table", too_few_hint="copy count from the counts table",
+            window=window)
 
 
 @check("query_writes_results_topic", points=2,
-       hint="readStream from source_topic with startingOffsets earliest, your two functions, then writeStream "
-            "format kafka, option topic, checkpointLocation, outputMode append, start().")
+       hint="readStream from source_topic with startingOffsets earliest, your two functions with the window and "
+            "delay given, then writeStream format kafka, option topic, checkpointLocation, outputMode append, "
+            "start().")
 def query_writes_results_topic(ns):
-    """start_query on a short generated stream (no late events): a running query that reads the topic from the
-    beginning and writes every closed window once to the results topic, with the right counts; its checkpoint
-    (the one it was given) records the topic read to the end."""
-    from labkit.generators import generate_page_views
-
+    """start_query on a short generated stream (no late events), with a window and delay chosen at grade time:
+    a running query that reads the topic from the beginning and writes every closed window once to the
+    results topic, with the right counts; its checkpoint (the one it was given) records the topic read to
+    the end."""
     harness.attempted(ns, "windowed_counts", "to_kafka_records", "start_query")
-    events = generate_page_views(seed=seed(), rounds=2, per_round=15, late_per_round=0, too_late_per_round=0)
+    events = stream(rounds=2, per_round=15, late_per_round=0, too_late_per_round=0)
     got = run_stream(ns, events)
     compare(got, events.expected_window_counts(),
             duplicate_hint="use output mode append: each window is written once, when the watermark passes its end",
             too_many_hint="read the source topic once, from the earliest offset",
-            too_few_hint='read the source topic from the earliest offset (startingOffsets "earliest")')
+            too_few_hint='read the source topic from the earliest offset (startingOffsets "earliest"), and window '
+                         'with the window and delay given',
+            window=length(events.window))

@@ -4,14 +4,17 @@ Built by labkit.authoring; its checks are in checks.py beside this file."""
 
 from labkit.authoring import Notebook
 
-nb = Notebook("Exercise · Page views per minute, late events included", exercise="streaming_aggregation")
+nb = Notebook("Exercise · Page views per window, late events included", exercise="streaming_aggregation")
 
 nb.md("""
-# Exercise · Page views per minute, late events included
+# Exercise · Page views per window, late events included
 
 A topic receives page views as JSON, some of them late. Build the Spark Structured Streaming
-query that counts the views of each page in **1-minute event-time windows** with a
-**30-second watermark** and writes each finished window to a results topic.
+query that counts the views of each page in **event-time windows** and writes each finished
+window to a results topic. The dashboards that read it are configured per team: the window
+length and the watermark's delay are **parameters** of your query (Spark interval strings such
+as `"90 seconds"` and `"20 seconds"`), and the grader picks them when it grades — never lesson
+07's 1 minute and 30 seconds.
 
 The grader runs your query on a real Kafka cluster and Spark against generated streams whose
 answers are known exactly: late events inside the watermark must be counted, events beyond it
@@ -45,10 +48,12 @@ nb.md("""
 Each record's key is the page; its value is a JSON page view. `event_time` is when the view
 happened (UTC) — not when the record reached Kafka. The generator sends the views in *rounds*;
 from the second round on, a few are **late** (older than views already seen, but their window is
-still open) and a few **too late** (their window closed more than 30 seconds of event time ago).
+still open) and a few **too late** (their window had closed: it ended before the watermark, the
+newest event time seen minus the delay). These try-outs use 90-second windows and a 20-second delay:
 """)
 nb.code("""
-events = generate_page_views(seed=1, rounds=5, per_round=20, round_span="35 seconds")
+WINDOW, DELAY = "90 seconds", "20 seconds"
+events = generate_page_views(seed=1, rounds=5, per_round=20, window=WINDOW, watermark=DELAY, round_span="45 seconds")
 print(events.events[0].value.decode())
 events.by_kind()
 """)
@@ -59,25 +64,25 @@ nb.code("""
 VIEW_SCHEMA = "event_id STRING, page STRING, user STRING, event_time TIMESTAMP"
 """)
 nb.md("""
-## Task 1 — `windowed_counts(raw)`
+## Task 1 — `windowed_counts(raw, window, delay)`
 
 `raw` is the table Spark's Kafka source gives (columns `key`, `value`, `topic`, `partition`,
 `offset`, `timestamp`, `timestampType`; `value` is binary). Return the counts:
 
 * parse `value` as JSON with `VIEW_SCHEMA` (`F.from_json`, after casting `value` to a string);
-* a **30-second watermark on `event_time`** (`withWatermark`), before grouping;
-* group by a **1-minute tumbling window** of `event_time` and by `page`, and count.
+* a **watermark of `delay` on `event_time`** (`withWatermark`), before grouping;
+* group by a **tumbling window of length `window`** over `event_time` and by `page`, and count.
 
 The result has the columns `window` (Spark's struct with `start` and `end`), `page` and `count`.
 It must work on a streaming table and on a static one alike (the checks use both).
 """)
 nb.code('''
-def windowed_counts(raw):
+def windowed_counts(raw, window, delay):
     ### BEGIN SOLUTION
     views = (raw.select(F.from_json(F.col("value").cast("string"), VIEW_SCHEMA).alias("view"))
              .select("view.*"))
-    return (views.withWatermark("event_time", "30 seconds")
-            .groupBy(F.window("event_time", "1 minute"), "page")
+    return (views.withWatermark("event_time", delay)
+            .groupBy(F.window("event_time", window), "page")
             .count())
     ### END SOLUTION
 ''')
@@ -90,7 +95,7 @@ Turn the counts into the two columns the Kafka sink writes:
 * `value`: a JSON object with exactly these fields (`F.to_json(F.struct(...))`):
 
 ```json
-{"window_start": "2025-01-01T12:03:00.000Z", "window_end": "2025-01-01T12:04:00.000Z", "page": "/home", "count": 7}
+{"window_start": "2025-01-01T12:03:00.000Z", "window_end": "2025-01-01T12:04:30.000Z", "page": "/home", "count": 7}
 ```
 
 The times are ISO-8601 in UTC — what `to_json` writes for a timestamp in this lab's session —
@@ -106,24 +111,24 @@ def to_kafka_records(counts):
     ### END SOLUTION
 ''')
 nb.md("""
-## Task 3 — `start_query(spark, cluster, source_topic, results_topic, checkpoint)`
+## Task 3 — `start_query(spark, cluster, source_topic, results_topic, checkpoint, window, delay)`
 
 Start the query and **return** the `StreamingQuery` (do not wait for it):
 
 * read `source_topic` with Spark's Kafka source **from the earliest offset**:
   `spark.readStream.format("kafka").options(**labkit.spark.kafka_options(cluster, subscribe=..., startingOffsets="earliest"))`;
-* `windowed_counts`, then `to_kafka_records`;
+* `windowed_counts` with `window` and `delay`, then `to_kafka_records`;
 * write with the Kafka sink to `results_topic` (`kafka_options(cluster, topic=...)`), in output
   mode **append** — each window is written once, when the watermark has passed its end — with
   `checkpointLocation` set to `checkpoint`, so a restarted query goes on where it stopped.
 """)
 nb.code('''
-def start_query(spark, cluster, source_topic, results_topic, checkpoint):
+def start_query(spark, cluster, source_topic, results_topic, checkpoint, window, delay):
     ### BEGIN SOLUTION
     raw = (spark.readStream.format("kafka")
            .options(**labkit.spark.kafka_options(cluster, subscribe=source_topic, startingOffsets="earliest"))
            .load())
-    return (to_kafka_records(windowed_counts(raw)).writeStream
+    return (to_kafka_records(windowed_counts(raw, window, delay)).writeStream
             .format("kafka")
             .options(**labkit.spark.kafka_options(cluster, topic=results_topic))
             .option("checkpointLocation", checkpoint)
@@ -142,7 +147,7 @@ nb.code("""
 run = uuid.uuid4().hex[:6]                       # new topics and checkpoint each time the cell runs
 source = cluster.create_topic(f"page-views-{run}", partitions=3)
 results = cluster.create_topic(f"page-view-counts-{run}", partitions=1)
-query = start_query(spark, cluster, source, results, labkit.spark.checkpoint_dir(cluster, f"try-{run}"))
+query = start_query(spark, cluster, source, results, labkit.spark.checkpoint_dir(cluster, f"try-{run}"), WINDOW, DELAY)
 try:
     for batch in events.rounds():
         send(cluster, source, batch)
@@ -164,13 +169,10 @@ expected.merge(yours[["window_start", "page", "count"]], on=["window_start", "pa
 nb.code("""
 ex.check(globals())
 """)
-nb.md("""
-## Get graded
-
-`labkit grade notebooks/exercises/streaming_aggregation.ipynb` — the hidden checks run your query
-on a longer stream with late and too-late events, and stop and restart it mid-stream.
-""")
 nb.code("""
 cluster.stop()
 """)
-
+nb.get_graded("""
+The hidden checks run your query on a longer stream with late and too-late events, with windows
+and delays you have not tried, and stop and restart it mid-stream.
+""")

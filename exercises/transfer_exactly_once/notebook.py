@@ -108,13 +108,7 @@ print(len(rows), "ledger records, e.g.", rows[0].value_text if rows else None)
 nb.code("""
 ex.check(globals())
 """)
-nb.md("""
-## Get graded
-
-`labkit grade notebooks/exercises/transfer_exactly_once.ipynb` — the hidden check kills your
-transfer mid-run and restarts it.
-""")
 nb.code("""
 cluster.stop()
 """)
-
+nb.get_graded("The hidden check kills your transfer mid-run and restarts it.")

@@ -1,11 +1,14 @@
-"""Checks for tune_producer: the learner's producer config, raced against the team's on a real cluster.
+"""Checks for tune_producer: the learner's producer config for a latency budget, raced against the team's.
 
-Visible checks (the notebook shows them); the grader adds ``hidden_checks.py``. ``TUNED_CONFIG`` is
-plain data: the grader reads it as librdkafka would (aliases, underscores for dots, the last
-setting wins; delivery settings only) and runs the same produce loop (``labkit.perf.python_producer``)
-with ``TEAM_CONFIG`` and with it, interleaved, on the same topic of its own cluster. The verdict
-is a ratio of throughputs measured side by side, never an absolute number, and every record of
-every run must be acknowledged and stored exactly once.
+Visible checks (the notebook shows them); the grader adds ``hidden_checks.py``. The learner writes
+``tuned_config(latency_budget_ms)``; the grader picks the budgets when it grades (0–15 ms: below the
+20 ms of lesson 11's sweep, so its settings do not fit), calls it, and reads the answer -- plain
+data -- as librdkafka would (aliases, underscores for dots, the last setting wins, librdkafka's
+defaults for what is left out; delivery settings only). ``linger.ms``, the longest a record waits
+for its batch, must fit the budget. Then the same produce loop (``labkit.perf.python_producer``)
+runs with ``TEAM_CONFIG`` and with it, interleaved, on the same topic of the grader's cluster. The
+verdict is a ratio of throughputs measured side by side, never an absolute number, and every
+record of every run must be acknowledged and stored exactly once.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 from labkit import perf
 from labkit.clientconfig import acks_all, effective_config, is_true, setting
 from labkit.grading import Rules, check
-from labkit.grading.harness import unique
+from labkit.grading.harness import attempted, unique
 
 #: No module of the lab holds this answer; the generic rules (no dynamic imports, no grading machinery) apply.
 RULES = Rules()
@@ -31,13 +34,36 @@ TEAM_CONFIG = {"acks": "all", "enable.idempotence": True, "linger.ms": 0, "batch
 TARGET = 3.0
 #: What the visible race sends: 4 kB JSON order documents to a topic of 3 partitions.
 RECORD_SIZE, PARTITIONS = 4000, 3
+#: The latency budgets (ms) the grader picks from: 0 to 15 ms, never the 20 ms lesson 11's sweep waits.
+BUDGETS = (0, 0.5, 1, 2, 3, 4, 5, 7.5, 10, 12, 15)
 
 
-def tuned_config(ns: Any) -> dict[str, Any]:
-    """TUNED_CONFIG as librdkafka applies it; fails unless it keeps acks=all and idempotence."""
-    config = effective_config(ns.TUNED_CONFIG, "TUNED_CONFIG")
-    assert acks_all(config), f"acks={setting(config, 'acks')!r}: the team needs acks=all (every in-sync replica)"
-    assert is_true(setting(config, "enable.idempotence")), "enable.idempotence must stay true (no duplicates)"
+def budget(rng: random.Random, most: float = 15) -> float:
+    """A latency budget chosen now (ms)."""
+    return rng.choice([b for b in BUDGETS if b <= most])
+
+
+def tuned_config(ns: Any, budget_ms: float) -> dict[str, Any]:
+    """tuned_config(budget_ms) as librdkafka applies it; fails unless it keeps acks=all and idempotence."""
+    attempted(ns, "tuned_config")
+    name = f"tuned_config({budget_ms:g})"
+    config = effective_config(ns.tuned_config(budget_ms), name)
+    assert acks_all(config), f"{name}: acks={setting(config, 'acks')!r}, the team needs acks=all"
+    assert is_true(setting(config, "enable.idempotence")), f"{name}: enable.idempotence must stay true"
+    return config
+
+
+def assert_within_budget(config: dict[str, Any], budget_ms: float) -> None:
+    """A record waits for its batch at most linger.ms (librdkafka's default when not set: 5 ms)."""
+    linger = float(setting(config, "linger.ms"))
+    assert linger <= budget_ms, (f"with a budget of {budget_ms:g} ms a record may wait up to {linger:g} ms for its "
+                                 f"batch (linger.ms{'' if 'linger.ms' in config else ', librdkafka default'})")
+
+
+def tuned_within(ns: Any, budget_ms: float) -> dict[str, Any]:
+    """The learner's config for ``budget_ms``, checked against the budget before anything is raced."""
+    config = tuned_config(ns, budget_ms)
+    assert_within_budget(config, budget_ms)
     return config
 
 
@@ -79,16 +105,29 @@ def assert_fast_and_complete(result: dict[str, Any], size: int) -> None:
 @check("keeps_acks_all_and_idempotence", points=2,
        hint="acks must wait for every in-sync replica, and the producer must stay idempotent.")
 def keeps_acks_all_and_idempotence(ns):
-    """TUNED_CONFIG (as librdkafka applies it) keeps acks=all and enable.idempotence=true, with delivery
-    settings only."""
-    tuned_config(ns)
+    """tuned_config(budget) (as librdkafka applies it) keeps acks=all and enable.idempotence=true, with
+    delivery settings only, for budgets of 0, 5 and 15 ms."""
+    for budget_ms in (0, 5, 15):
+        tuned_config(ns, budget_ms)
+
+
+@check("stays_within_the_latency_budget", points=2,
+       hint="Which setting makes a record wait for its batch, and what does librdkafka do when it is not set?")
+def stays_within_the_latency_budget(ns):
+    """For budgets chosen at grade time (one of them 0 ms, one below 2 ms), no record waits for its batch
+    longer than the budget, as librdkafka applies the config (its defaults for what is left out)."""
+    rng = random.Random()
+    for budget_ms in (0, rng.choice([0.5, 1, 1.5]), budget(rng), budget(rng)):
+        assert_within_budget(tuned_config(ns, budget_ms), budget_ms)
 
 
 @check("three_times_the_team_producer", points=4,
-       hint="What does one produce request carry with 16 kB batches and no linger? How well does JSON compress?")
+       hint="What does one produce request carry with 16 kB batches, and what fills a batch when nothing may "
+            "wait? How well does JSON compress? (Lesson 11: the sweep and the compression table.)")
 def three_times_the_team_producer(ns):
-    """With 4 kB JSON order documents on 3 partitions, TUNED_CONFIG produces at least 3× as many records
-    per second as TEAM_CONFIG (measured in turn on the same topic), every record acknowledged and
-    stored exactly once."""
-    tuned = tuned_config(ns)
+    """With 4 kB JSON order documents on 3 partitions and a latency budget chosen at grade time, the config
+    fits the budget and produces at least 3× as many records per second as TEAM_CONFIG (measured in turn
+    on the same topic), every record acknowledged and stored exactly once."""
+    budget_ms = budget(random.Random(), most=4)    # below librdkafka's default linger.ms (5 ms)
+    tuned = tuned_within(ns, budget_ms)
     assert_fast_and_complete(race(ns.cluster, tuned, RECORD_SIZE, PARTITIONS), RECORD_SIZE)

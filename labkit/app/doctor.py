@@ -152,8 +152,12 @@ def setup_check(need_spark: bool = False) -> SetupReport:
     """What a lesson's Setup cell shows: Python, Java, the Kafka jars (and PySpark when asked).
 
     Raises :class:`LabkitError` with the fix when something essential is missing,
-    so the notebook stops at the Setup cell instead of failing later.
+    so the notebook stops at the Setup cell instead of failing later. From here on, labkit's log lines
+    (librdkafka's among them) go to the lab's log, never under a cell (:mod:`labkit.runtime.lablog`).
     """
+    from ..runtime.lablog import attach
+
+    attach()
     _readable_kafka_errors()
     checks = [_python(), _java(), _jars_or_fetch()]
     if need_spark:

@@ -3,7 +3,8 @@
 ``notebooks/README.md`` is the committed index (``python -m labkit.app.startpage`` rewrites it,
 ``--check`` says whether it is up to date; the tests do that). ``notebooks/START.md`` is the
 same page with the learner's own progress on top -- lessons finished, predictions right,
-exercise scores (:mod:`labkit.runtime.learner`) -- written by ``labkit lab``, which opens it rendered.
+exercise scores (:mod:`labkit.runtime.learner`) -- written by ``labkit lab``, which opens it rendered,
+and again by the lab's server each time it is opened (:mod:`labkit.app.contents`).
 
 Lessons contribute their title, one-line summary and estimated minutes (the ``kafka_lab``
 metadata written by :mod:`labkit.authoring`); exercises come from ``exercises/exercises.toml``.
@@ -42,10 +43,12 @@ EXERCISE_HELP = """\
 Your copies of the exercises are in [`exercises/`](exercises/) (created by `make setup`; the lab
 never overwrites a copy you have edited). Each one states its task, gives you a place to write
 your code, and has check cells that tell you right away what works and what doesn't. To get the
-full grade, including checks you don't see, run in a terminal:
+full grade, including checks you don't see, click **Grade my notebook** at the end of the exercise:
+it saves your notebook, grades it the way your trainer does, and shows the report. The same from a
+terminal (*File → New → Terminal*), by the exercise's name:
 
 ```sh
-labkit grade notebooks/exercises/<exercise>.ipynb
+labkit grade murmur2
 ```
 """
 
@@ -53,8 +56,10 @@ OUTRO = """\
 ## Presenting (trainers)
 
 Every lesson carries slide metadata. Click the **slideshow** button in a notebook's toolbar
-(or press `Alt + R`) to present it as slides with live cells. For a fast live demo, start one
-shared cluster in a terminal and attach notebooks to it:
+(or press `Alt + R`) to present it as slides with live cells. Presenting never changes the lessons:
+a save of a lesson (the slideshow button saves before it presents) goes to your own copy of it,
+in `.lab/lessons/`, which opens from then on; delete the lesson in the file browser to have it as
+it ships again. For a fast live demo, start one shared cluster in a terminal and attach notebooks to it:
 
 ```sh
 labkit cluster up                                  # prints its bootstrap servers
@@ -127,7 +132,8 @@ def render(record: Optional[dict[str, Any]] = None, notebooks: Path = NOTEBOOKS)
     exercise_head = "| exercise | after lesson | task | time |" + (" your score |" if mine else "")
     parts = [INTRO]
     if mine:
-        parts += [f"*Your progress as of {time.strftime('%d %b %H:%M')} (reopen this page to refresh it).*\n"]
+        parts += [f"*Your progress as of {time.strftime('%d %b %H:%M')}: this page is brought up to date each time "
+                  "you open it.*\n"]
     parts += ["## Lessons\n", lesson_head, "|---|---|---|" + ("---|" if mine else ""), *lesson_rows(record, notebooks), ""]
     rows = exercise_rows(record)
     if rows:

@@ -6,7 +6,8 @@ In a notebook::
     ex = exercise("murmur2")
     ex.check(globals())            # visible checks: a short ✓/✗ table with hints (feedback only)
 
-From a terminal, ``labkit grade notebooks/exercises/murmur2.ipynb`` grades one
+The exercise's last cell, ``ex.grade()``, shows a button that saves the notebook and grades it the way
+``labkit grade murmur2`` does from a terminal (:mod:`.selfgrade`). ``labkit grade`` grades one
 submission and ``labkit grade DIR`` a whole class (``DIR/<learner>/<exercise>.ipynb``):
 static rules on the file, the notebook run in a fresh kernel, every check (hidden ones
 too) decided in the grader's process against a fresh cluster (see :mod:`.grader`).

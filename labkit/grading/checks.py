@@ -273,6 +273,14 @@ class Exercise:
             return GradedByTheGrader()
         return self.run(namespace, hidden=False)
 
+    def grade(self) -> Any:
+        """A *Grade my notebook* button: it saves this notebook and grades it as the trainer does, outside this
+        kernel (``labkit grade``), the report shown under it -- an exercise's *Get graded* cell
+        (:mod:`labkit.grading.selfgrade`)."""
+        from .selfgrade import GradeButton
+
+        return GradeButton(self.id)
+
 
 def load_module(path: Path, name: str) -> ModuleType:
     """Load a checks file as a module (not on ``sys.path``: exercises' files share names)."""

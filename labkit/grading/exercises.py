@@ -151,6 +151,16 @@ def exercise_id_of(nb: Any, path: Path) -> str:
                        "Grade one of the notebooks in notebooks/exercises/.")
 
 
+def submission_path(name: str) -> Path:
+    """What ``labkit grade NAME`` grades: the notebook or class folder at ``NAME``, or -- given an exercise's id
+    (``labkit grade murmur2``) -- the learner's copy of it, wherever the command runs (the lab's terminal opens
+    in ``notebooks/``, a shell in the checkout)."""
+    path = Path(name)
+    if not path.exists() and name in all_exercise_ids():
+        return learner_dir() / f"{name}.ipynb"
+    return path
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -208,15 +208,21 @@ def user_accepted(cluster: ClusterLike, settings: dict[str, Any], accepted: bool
     """``holds``: the broker authenticates a client with ``settings`` (a SCRAM user and password) — or refuses it.
 
     A client authenticates on its bootstrap connection before it learns other brokers, so one
-    bootstrapped at this broker alone is answered by this broker.
+    bootstrapped at this broker alone is answered by this broker. A refusal is read from the client's
+    error callback (``_AUTHENTICATION``): the request itself then often fails with ``_TRANSPORT`` only,
+    the broker having closed the connection.
     """
     def holds(broker: BrokerLike) -> Verdict:
-        conf = {**settings, "bootstrap.servers": broker.address, **PROBE, **quiet()}
+        errors: list[KafkaError] = []
+        conf = {**settings, "bootstrap.servers": broker.address, **PROBE, **quiet(), "error_cb": errors.append}
+        client = AdminClient(conf)
+        auth = (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED)
         try:
-            AdminClient(conf).list_topics(timeout=3.0)
-            ok = True
+            client.list_topics(timeout=3.0)
+            ok = not any(e.code() in auth for e in errors)
         except KafkaException as exc:
-            if exc.args[0].code() not in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
+            client.poll(0.1)
+            if not any(e.code() in auth for e in [*errors, exc.args[0]]):
                 return False, exc.args[0].name()
             ok = False
         return ok == accepted, "authenticates it" if ok else "refuses it"

@@ -8,6 +8,7 @@ view. Plain functions of plain data, tested without a cluster.
 from __future__ import annotations
 
 import html
+import re
 import time
 from typing import Any, Iterable, Optional, Sequence
 
@@ -60,6 +61,31 @@ def broker_card_html(broker: BrokerView) -> str:
     colour = STATUS_COLOURS[broker.status]
     return (f"<b>broker {broker.id}</b> <span style='color:{colour};font-weight:bold'>● {broker.status}</span>"
             f"<br><small>{_esc(broker_detail(broker))}</small>")
+
+
+_CELL_TAG = re.compile(r"<(t[hd])((?:\s[^>]*)?)>")
+
+
+def _aligned(table: str, right_from: int) -> str:
+    """``table`` with its cells padded and on one line, the columns from ``right_from`` on (numbers) right-aligned,
+    their headers with them. A widget's HTML gets none of JupyterLab's table styles: the metrics table's headers
+    ran together, wrapped, and stood off their columns (issue 26). A cell's own style still wins."""
+    rows = []
+    for row in re.split(r"(?=<tr)", table):
+        column = 0
+
+        def style(match: "re.Match[str]") -> str:
+            nonlocal column
+            tag, attrs = match.group(1), match.group(2)
+            span = re.search(r"colspan='(\d+)'", attrs)
+            base = f"padding:1px 8px;white-space:nowrap;text-align:{'right' if column >= right_from else 'left'};"
+            column += int(span.group(1)) if span else 1
+            if "style='" in attrs:
+                return "<" + tag + attrs.replace("style='", "style='" + base, 1) + ">"
+            return f"<{tag}{attrs} style='{base}'>"
+
+        rows.append(_CELL_TAG.sub(style, row))
+    return "".join(rows)
 
 
 def brokers_html(brokers: Sequence[BrokerView]) -> str:
@@ -139,7 +165,7 @@ def metrics_html(data: Optional[PanelData]) -> str:
     rows = []
     for b in data.brokers:
         if not b.up:
-            rows.append(f"<tr><td>{b.broker}</td><td colspan='7' style='color:#c0392b'>not answering"
+            rows.append(f"<tr><td>{b.broker}</td><td colspan='7' style='color:#c0392b;text-align:left'>not answering"
                         f" ({_esc(b.error)})</td></tr>")
             continue
         colour = "#c0392b" if b.under_replicated else "inherit"
@@ -148,9 +174,10 @@ def metrics_html(data: Optional[PanelData]) -> str:
                     f"<td>{_rate(b.bytes_in_per_s)}</td><td>{_rate(b.bytes_out_per_s)}</td>"
                     f"<td>{_number(b.produce_p99_ms, ' ms')}</td><td>{_number(b.fetch_p99_ms, ' ms')}</td>"
                     f"<td>{_number(b.isr_shrinks)}</td><td>{_number(b.isr_expands)}</td></tr>")
-    return (f"<div class='labkit-metrics'><small>{head}</small><table><thead><tr><th>broker</th>"
-            "<th>under-replicated</th><th>bytes in</th><th>bytes out</th><th>produce p99</th><th>fetch p99</th>"
-            f"<th>ISR shrinks</th><th>ISR expands</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    table = _aligned("<table><thead><tr><th>broker</th><th>under-replicated</th><th>bytes in</th><th>bytes out</th>"
+                     "<th>produce p99</th><th>fetch p99</th><th>ISR shrinks</th><th>ISR expands</th></tr></thead>"
+                     f"<tbody>{''.join(rows)}</tbody></table>", right_from=1)
+    return (f"<div class='labkit-metrics'><small>{head}</small>{table}"
             "<small>★ active controller · from each broker's Prometheus JMX exporter</small></div>")
 
 

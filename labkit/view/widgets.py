@@ -33,7 +33,7 @@ from ..errors import LabkitError, UnsupportedOperation
 from .render import (ACTIONS, _esc, broker_card_html, button_states, cluster_heading_html, groups_html, metrics_html,
                      snapshot_html, snapshot_text, status_html, topic_title)
 from .snapshot import BrokerView, ClusterReader, GroupsOption, Snapshot, _ClusterStopped, owns_brokers, short_error
-from ..viz import _heatmap, _legend
+from ..viz import TITLE, TOP_MARGIN, _heatmap, _legend
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -312,7 +312,7 @@ class ClusterView:
                 fig = go.FigureWidget()
                 fig.add_trace(heat)
                 _legend(fig)
-                fig.update_layout(plot_bgcolor="white", margin=dict(l=40, r=20, t=40, b=30),
+                fig.update_layout(plot_bgcolor="white", margin=dict(l=40, r=20, t=TOP_MARGIN, b=30), title=TITLE,
                                   yaxis_autorange="reversed")
                 self.figures[name] = fig
             with fig.batch_update():
@@ -320,7 +320,7 @@ class ClusterView:
                 trace.z, trace.text, trace.customdata = heat.z, heat.text, heat.customdata
                 trace.x, trace.y = heat.x, heat.y
                 fig.layout.title.text = topic_title(state)
-                fig.layout.height = 150 + 34 * len(state)
+                fig.layout.height = 180 + 34 * len(state)
         shown = [self.figures[n] for n in names if n in self.figures]
         if list(self.topic_box.children) != shown:
             self.topic_box.children = shown

@@ -10,7 +10,7 @@ nb = Notebook("01 · Topics, partitions, offsets",
 nb.md("""
 # 01 · Topics, partitions, offsets
 
-A Kafka topic is not a queue: it is a set of **append-only logs**, one per partition, kept on the
+A Kafka topic is not a queue: it is split into partitions, and kept as **append-only logs** on the
 brokers' disks. This lesson shows what that means — offsets handed out by the broker, ordering
 that holds only inside a partition, records that stay after being read and never change — and
 then opens a broker's data directory to read its segments and their indexes, and to watch
@@ -37,12 +37,15 @@ import labkit
 from labkit import predict
 from labkit.segments import (batches_frame, dump_indexed_segment, dump_segment, list_segments, records_frame,
                              segment_files)
+from labkit.waiting import Wait
 
 labkit.setup_check()
 """)
 nb.code("""
+if "cluster" in globals():
+    cluster.stop()                 # running this cell again starts afresh
 cluster = labkit.start_cluster(log_retention_check_interval_ms=1000, log_cleaner_backoff_ms=500)
-run = uuid.uuid4().hex[:6]
+run = uuid.uuid4().hex[:6]         # names unique to this run
 cluster
 """)
 
@@ -51,17 +54,18 @@ nb.md("""
 
 Create a topic with three partitions and write 30 click events for five users (the user is the
 key). The delivery report of each record says where the broker put it: a **partition** and an
-**offset**, the record's position in that partition's log.
+**offset**.
 
 Before you run it: how are the offsets counted?
 """)
 nb.code("""
-q_offsets = predict.ask("01.offsets", "30 records go to 3 partitions. How does the broker number them?",
-                        choices=["0, 1, 2 ... in every partition", "one counter for the whole topic (0 to 29)"])
+q_offsets = predict.ask("01.offsets", "30 records go to 3 partitions. Does the broker count offsets 0, 1, 2, ... "
+                        "in each partition, or with one counter across the topic (0 to 29)?",
+                        choices=["per partition", "across the topic"], answer="per partition")
 q_offsets
 """)
 nb.code("""
-clicks = cluster.create_topic(f"clicks-{run}", partitions=3)
+clicks = cluster.create_topic(f"clicks-{uuid.uuid4().hex[:6]}", partitions=3)   # a new topic each time the cell runs
 producer = cluster.producer(acks="all")
 placed = []
 
@@ -90,8 +94,7 @@ print("offsets in each partition are 0, 1, 2, ... with no gaps:",
       all(offs == list(range(len(offs))) for offs in per_partition))
 """, check=True)
 nb.code("""
-q_offsets.reveal("0, 1, 2 ... in every partition" if all(offs[0] == 0 for offs in per_partition)
-                 else "one counter for the whole topic (0 to 29)",
+q_offsets.reveal("per partition" if all(offs[0] == 0 for offs in per_partition) else "across the topic",
                  "Each partition is a log of its own; the offset is a position in that log, not in the topic.")
 """)
 
@@ -103,16 +106,18 @@ appended. Across partitions there is no order at all: the consumer interleaves t
 fetches return.
 """)
 nb.code("""
-consumer = cluster.consumer(f"readers-{run}")
+consumer = cluster.consumer(f"readers-{uuid.uuid4().hex[:6]}")   # a new group: it starts from the beginning
 consumer.subscribe([clicks])
 seen = []
-deadline = time.monotonic() + 30
-try:
-    while len(seen) < 30 and time.monotonic() < deadline:
-        msg = consumer.poll(1.0)
-        if msg is None or msg.error():
-            continue
+
+def read_one():
+    msg = consumer.poll(1.0)
+    if msg is not None and not msg.error():
         seen.append((msg.partition(), json.loads(msg.value())["seq"]))
+    return len(seen) >= 30
+
+try:
+    Wait("the 30 clicks", timeout=60, interval=0).until(read_one)
 finally:
     consumer.close()
 
@@ -142,17 +147,22 @@ print("a second reader got", len(again), "records; the topic still holds",
 """, check=True)
 
 nb.md("""
-## Records are immutable: an "update" is a new record
+## Changing a record
 
-A stored record never changes: the log is append-only. To change ana's e-mail address you
-append a *new* record with the same key. Write her first address:
+An accounts topic holds ana's e-mail address, keyed by her name:
 """)
 nb.code("""
-accounts = cluster.create_topic(f"accounts-{run}", partitions=1)
+accounts = cluster.create_topic(f"accounts-{uuid.uuid4().hex[:6]}", partitions=1)   # a new topic each run
 producer.produce(accounts, key="ana", value=json.dumps({"email": "ana@old.example"}))
 producer.flush(10)
-q_update = predict.ask("01.update", "Now ana's address is 'updated' (a new record, same key). "
-                       "Is the record with her old address gone from the topic?", kind="yes/no")
+cluster.read_all(accounts)
+""")
+nb.md("""
+She changes her address, and the accounts service writes the new one: a record with the same key.
+""")
+nb.code("""
+q_update = predict.ask("01.update", "ana's new address is written (a new record, same key). Is the record with "
+                       "her old address gone from the topic?", kind="yes/no")
 q_update
 """)
 nb.code("""
@@ -164,14 +174,17 @@ pd.DataFrame([{"offset": r.offset, "key": r.key_text, "value": r.value_text} for
 nb.code("""
 print("records stored for ana:", sum(r.key_text == "ana" for r in history))
 print("the old address is still stored, at its old offset:", history[0].offset == 0 and "old" in history[0].value_text)
-print("the update was appended at the next offset:", history[-1].offset == 1 and "new" in history[-1].value_text)
+print("the update was appended after it, at the next offset:",
+      history[-1].offset == history[-2].offset + 1 and "new" in history[-1].value_text)
 """, check=True)
 nb.code("""
 q_update.reveal(not any("old" in r.value_text for r in history),
                 "Kafka never rewrites a record: the update is appended, the old version stays readable.")
 """)
 nb.md("""
-A consumer that wants "the current address" keeps the *last* value it read per key. The old
+**Records are immutable**: a stored record never changes, the log is append-only, and an
+"update" is a new record with the same key. A consumer that wants "the current address" keeps
+the *last* value it read per key. The old
 version only leaves the log when **retention** deletes its whole segment, or when **compaction**
 keeps just the newest record per key — both happen live further down.
 """)
@@ -229,14 +242,15 @@ A new topic gets 1,000 sensor readings, one per second of the last ~17 minutes (
 each record's timestamp), in batches of 10 records of about 200 bytes.
 """)
 nb.code("""
-q_index = predict.ask("01.index-entries", "1,000 records in batches of 10, about 190 KB. How many entries "
-                      "will the segment's offset index (.index) get?",
-                      choices=["1,000: one per record", "100: one per batch", "a few dozen: one per ~4 KB of log",
-                               "none until the segment is closed"])
+q_index = predict.ask("01.index-entries", "1,000 records in batches of 10, about 190 KB, in the open segment. "
+                      "How many entries will its offset index (.index) get: one per record (1,000), one per "
+                      "batch (100), one per ~4 KB of log (a few dozen), or none until the segment is closed?",
+                      choices=["one per record", "one per batch", "one per ~4 KB", "none yet"],
+                      answer="one per ~4 KB")
 q_index
 """)
 nb.code("""
-readings = cluster.create_topic(f"readings-{run}", partitions=1)
+readings = cluster.create_topic(f"readings-{uuid.uuid4().hex[:6]}", partitions=1)   # a new topic each run
 p = cluster.producer(batch_num_messages=10, linger_ms=5)
 start_ms = int(time.time() * 1000) - 1_000_000          # one reading per second, ending about now
 for i in range(1000):
@@ -252,8 +266,8 @@ pd.DataFrame(segment.offsets).head(5)
 """)
 nb.code("""
 n = len(segment.offsets)
-q_index.reveal("1,000: one per record" if n == segment.records else "100: one per batch" if n == len(segment.batches)
-               else "none until the segment is closed" if n == 0 else "a few dozen: one per ~4 KB of log",
+q_index.reveal("one per record" if n == segment.records else "one per batch" if n == len(segment.batches)
+               else "none yet" if n == 0 else "one per ~4 KB",
                f"{n} entries for {len(segment.batches)} batches: the broker adds one each time more than "
                "index.interval.bytes (4,096) of log were written since the last, even in the open segment.")
 """)
@@ -310,12 +324,16 @@ A partition's newest segment is the **active** one: appends go there. When it re
 named after the next offset. Kafka 4 accepts `segment.bytes` down to 1 MiB; write 3.5 MB:
 """)
 nb.code("""
-rolling = cluster.create_topic(f"rolling-{run}", partitions=1, config={"segment.bytes": 1_048_576})
+rolling = cluster.create_topic(f"rolling-{uuid.uuid4().hex[:6]}", partitions=1, config={"segment.bytes": 1_048_576})
 p = cluster.producer(linger_ms=20, compression_type="none")
-for i in range(3500):
-    p.produce(rolling, key=f"k{i}", value=b"x" * 1000)
-    p.poll(0)
-p.flush(30)
+
+def write_3500(topic):
+    for i in range(3500):
+        p.produce(topic, key=f"k{i}", value=b"x" * 1000)
+        p.poll(0)
+    p.flush(30)
+
+write_3500(rolling)
 logs = list_segments(cluster, rolling).query("kind == 'log'")
 logs
 """)
@@ -327,30 +345,45 @@ px.bar(logs, x="file", y="bytes", title="Segment files of the partition (the las
 """)
 
 nb.md("""
-## Retention deletes whole segments
+## Retention
 
-Retention (`retention.ms`, `retention.bytes`) never deletes single records: it deletes whole
-segments whose newest record is older than the limit, and moves the partition's
-**log start offset** forward. Shorten this topic's retention to 3 seconds with Kafka's own
-`kafka-configs` tool, keep writing a little (a fresh record every half second), and watch.
+Retention (`retention.ms`, `retention.bytes`) removes old records, and moves the partition's
+**log start offset** (its first readable offset) forward. Shorten this topic's retention to
+5 seconds, keep writing a little (a fresh record every half second), and watch.
 """)
 nb.code("""
-q_retention = predict.ask("01.retention", "Retention drops to 3 s, and the 3,500 records above will soon be "
+q_retention = predict.ask("01.retention", "Retention drops to 5 s, and the 3,500 records above will soon be "
                           "older than that. Once retention has run, can any of them still be read?", kind="yes/no")
 q_retention
 """)
 nb.code("""
-print(cluster.tool("kafka-configs", "--alter", "--entity-type", "topics", "--entity-name", rolling,
-                   "--add-config", "retention.ms=3000"))
+import threading
+
+if len(list_segments(cluster, rolling).query("kind == 'log'")) < 2:   # run again: first the segments to expire
+    write_3500(rolling)
 start_before = cluster.describe_topic(rolling)[0].log_start_offset
-deadline = time.monotonic() + 120
-while cluster.describe_topic(rolling)[0].log_start_offset == start_before and time.monotonic() < deadline:
-    p.produce(rolling, key="tick", value=b"still writing")
-    p.flush(5)
-    time.sleep(0.5)
-# retention back to Kafka's default at once: nothing more goes while we look at what is left
-cluster.tool("kafka-configs", "--alter", "--entity-type", "topics", "--entity-name", rolling,
-             "--delete-config", "retention.ms")
+writing = threading.Event()
+
+def keep_writing():                    # a fresh record every half second, beside whatever the cell does
+    while writing.is_set():
+        p.produce(rolling, key="tick", value=b"still writing")
+        p.poll(0)
+        time.sleep(0.5)
+
+writing.set()
+ticker = threading.Thread(target=keep_writing, daemon=True)
+ticker.start()
+try:
+    cluster.alter_configs("topic", rolling, {"retention.ms": 5000})      # returns once every broker has it
+    print(cluster.tool("kafka-configs", "--describe", "--entity-type", "topics", "--entity-name", rolling))
+    Wait("retention to move the log start offset", timeout=180, interval=0.5).until(
+        lambda: cluster.describe_topic(rolling)[0].log_start_offset > start_before)
+    # retention back to Kafka's default (7 days) at once: nothing more goes while we look at what is left
+    cluster.alter_configs("topic", rolling, {"retention.ms": 7 * 24 * 3600 * 1000})
+finally:
+    writing.clear()
+    ticker.join()
+    p.flush(10)
 after = cluster.describe_topic(rolling)[0]
 print(f"log start offset: {start_before} -> {after.log_start_offset}   (high watermark {after.high_watermark})")
 list_segments(cluster, rolling).query("kind == 'log'")
@@ -364,13 +397,16 @@ print("records older than retention.ms still readable (they share the active seg
       len(old_kept) > 0)
 """, check=True)
 nb.code("""
-q_retention.reveal(len(old_kept) > 0, f"{len(old_kept)} of the 3,500 survive: retention deletes whole segments, "
-                   "and the segment they share with the fresh ticks is not old enough to go.")
+q_retention.reveal(len(old_kept) > 0, f"{len(old_kept)} of the old records survive: retention deletes whole "
+                   "segments, and the segment they share with the fresh ticks is not old enough to go.")
 """)
 nb.md("""
+Retention never deletes single records: it deletes whole **closed** segments whose newest
+record is older than the limit.
+
 A consumer that was behind the new log start offset has lost those records: its next fetch is
 out of range, and `auto.offset.reset` decides where it restarts (lesson 06). And the old records
-you still see would have gone the same way once their segment held nothing newer than three seconds
+you still see would have gone the same way once their segment held nothing newer than five seconds
 (the loop above set retention back to the default, so here they stay).
 """)
 
@@ -383,7 +419,7 @@ and the tombstone itself goes after `delete.retention.ms`. Offsets never change:
 leaves gaps.
 """)
 nb.code("""
-profiles = cluster.create_topic(f"profiles-{run}", partitions=1, config={
+profiles = cluster.create_topic(f"profiles-{uuid.uuid4().hex[:6]}", partitions=1, config={   # new each run
     "cleanup.policy": "compact", "segment.ms": 1000, "min.cleanable.dirty.ratio": 0.01,
     "delete.retention.ms": 1000, "min.compaction.lag.ms": 0,
 })
@@ -406,14 +442,15 @@ def compacted():
     users = [r.key for r in records if r.key != b"tick"]
     return len(users) == len(set(users)) and b"chen" not in users, records
 
-started = time.monotonic()
-deadline = started + 180
-done, after = compacted()
-while not done and time.monotonic() < deadline:
+def cleaned():
     p.produce(profiles, key="tick", value=b"{}")   # new writes roll segments so the cleaner has work
     p.flush(5)
-    time.sleep(1)
-    done, after = compacted()
+    done, records = compacted()
+    return records if done else None
+
+started = time.monotonic()
+after = Wait("the log cleaner to compact the topic", timeout=180, interval=1).until(cleaned)
+done = True
 print(f"compacted after {time.monotonic() - started:.0f} s")
 pd.DataFrame([{"offset": r.offset, "key": r.key_text, "value": r.value_text} for r in after if r.key != b"tick"])
 """)
@@ -435,13 +472,13 @@ A partition is a log with data in it; Kafka will not merge logs. Asking for fewe
 an error:
 """)
 nb.code("""
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import NewPartitions
+from labkit.errors import ClusterStateError
 
 try:
-    cluster.admin().create_partitions([NewPartitions(clicks, 2)])[clicks].result(timeout=10)
-except KafkaException as exc:
-    print("refused:", exc.args[0].name())
+    cluster.add_partitions(clicks, 2)            # clicks has 3
+except ClusterStateError as exc:
+    refusal = exc.__cause__.args[0]              # the broker's own answer (a confluent_kafka KafkaError)
+    print("refused:", refusal.name())
 """, check=True)
 
 nb.md("""
@@ -466,7 +503,7 @@ nb.code("""
 predict.summary("01")
 """)
 nb.code("""
-del producer, p
+producer = p = None  # the clients go first, so they do not complain about brokers going away
 cluster.stop()
 """)
 

@@ -36,6 +36,8 @@ from labkit import predict
 labkit.setup_check()
 """)
 nb.code("""
+if "cluster" in globals():
+    cluster.stop()                  # running this cell again starts afresh
 cluster = labkit.start_cluster()
 run = uuid.uuid4().hex[:6]          # topic names unique to this run
 cluster
@@ -94,26 +96,10 @@ print(f"java_partition(key, 6) = {pt.java_partition(key, 6)}")
 """, check=True)
 
 nb.md("""
-Try your own keys: the explorer below recomputes as you type or move the slider.
-""")
-nb.code("""
-import ipywidgets as widgets
+### And the Python client?
 
-@widgets.interact(key="customer-42", partitions=widgets.IntSlider(value=6, min=1, max=48))
-def explore(key, partitions):
-    h = pt.murmur2(key)
-    print(f"murmur2        {h:>12}   (bits: {h & 0xFFFFFFFF:032b})")
-    print(f"toPositive     {pt.to_positive(h):>12}")
-    print(f"Java producer  partition {pt.java_partition(key, partitions)}")
-    print(f"Python default partition {pt.librdkafka_partition(key, partitions)}   (CRC32, see below)")
-""")
-
-nb.md("""
-### The Python client does something else
-
-confluent-kafka (which wraps the C library **librdkafka**) does *not* use that formula by default.
-Its `partitioner` setting defaults to `consistent_random`: **CRC32** of the key. Let's prove it on
-the live cluster with three producers sending the same 200 keys to three identical topics:
+confluent-kafka wraps the C library **librdkafka**, which has a `partitioner` setting of its own.
+Three producers send the same 200 keys to three identical topics of 6 partitions:
 
 1. Kafka's own **Java** producer (`kafka-console-producer`, run from the lab's Kafka jars);
 2. a Python producer with the **default** settings;
@@ -121,9 +107,9 @@ the live cluster with three producers sending the same 200 keys to three identic
 """)
 nb.code("""
 keys = [f"customer-{i}" for i in range(200)]
-probe = next(k for k in keys if pt.java_partition(k, 6) == 3 and pt.librdkafka_partition(k, 6) != 3)
-q_python = predict.ask("02.python-partition", f"The Java producer puts {probe!r} in partition 3 of 6. "
-                       "Where does a Python producer with default settings put it?", choices=range(6))
+q_python = predict.ask("02.python-agrees", "Of the 200 keys, how many does the default Python producer store in the "
+                       "partition the Java producer chose: all 200, about one in six (chance), or none?",
+                       choices=["all 200", "about 1 in 6", "none"], answer="about 1 in 6")
 q_python
 """)
 nb.code("""
@@ -147,11 +133,6 @@ landed = pd.DataFrame({name: {r.key_text: r.partition for r in cluster.read_all(
 landed.head(8)
 """)
 nb.code("""
-q_python.reveal(int(landed.loc[probe, "python-default"]),
-                f"The broker stored it in partition {landed.loc[probe, 'java']} from Java and "
-                f"{landed.loc[probe, 'python-default']} from Python: librdkafka hashes the key with CRC32, not murmur2.")
-""")
-nb.code("""
 same_as_java = {name: int((landed[name] == landed["java"]).sum()) for name in ("python-default", "python-murmur2")}
 print("keys placed like the Java producer, of", len(keys))
 for name, n in same_as_java.items():
@@ -169,15 +150,35 @@ fig.update_layout(title=f"Keys stored in the same partition as the Java producer
                   yaxis_title="keys", height=340, margin=dict(t=50, b=30))
 fig
 """)
+nb.code("""
+agreed = same_as_java["python-default"]
+q_python.reveal("all 200" if agreed == len(keys) else "none" if agreed == 0 else "about 1 in 6",
+                f"{agreed} of {len(keys)}: librdkafka's default partitioner, consistent_random, hashes the key with "
+                "CRC32, not murmur2.")
+""")
 nb.md("""
-With the default partitioner only the share printed above agrees — what chance gives with six
-partitions (one in six). **Why it matters:** if a Java service and a Python service both write
+confluent-kafka does *not* use the Java formula by default: its `partitioner` setting defaults to
+`consistent_random`, **CRC32** of the key. Only the share printed above agrees — what chance gives
+with six partitions (one in six). **Why it matters:** if a Java service and a Python service both write
 `customer-42` to the same topic, its records end up in *two* partitions, and per-key ordering is
 gone. Joins that rely on co-partitioning break the same way (below). The fix is one line —
 `"partitioner": "murmur2_random"` in every Python producer that shares topics with Java.
 
 librdkafka's other partitioners (`consistent`, `murmur2`, `fnv1a`, and their `_random` variants)
 differ in how they treat *null* and *empty* keys; the table is in `help(labkit.partitioning)`.
+
+Try your own keys: the explorer below recomputes as you type or move the slider.
+""")
+nb.code("""
+import ipywidgets as widgets
+
+@widgets.interact(key="customer-42", partitions=widgets.IntSlider(value=6, min=1, max=48))
+def explore(key, partitions):
+    h = pt.murmur2(key)
+    print(f"murmur2        {h:>12}   (bits: {h & 0xFFFFFFFF:032b})")
+    print(f"toPositive     {pt.to_positive(h):>12}")
+    print(f"Java producer  partition {pt.java_partition(key, partitions)}")
+    print(f"Python default partition {pt.librdkafka_partition(key, partitions)}   (CRC32)")
 """)
 
 nb.md("""
@@ -192,8 +193,9 @@ and usually different partitions. Fix the modulus and keep `Math.abs`: how many 
 """, slide="subslide")
 nb.code("""
 q_abs = predict.ask("02.math-abs", "The slide's Math.abs(murmur2(key)) % 6 (modulus fixed): what share of keys "
-                    "does it put in a different partition than the Java producer?",
-                    choices=["none: only the hash -2^31", "about 1 in 6", "about 1 in 3", "about 1 in 2"])
+                    "does it put in a different partition than the Java producer? (None would mean: only the "
+                    "hash -2^31 differs.)",
+                    choices=["none", "about 1 in 6", "about 1 in 3", "about 1 in 2"], answer="about 1 in 3")
 q_abs
 """)
 nb.code("""
@@ -221,7 +223,7 @@ print("and on about a third of the keys (between 25 % and 42 %):", 0.25 < len(el
 """, check=True)
 nb.code("""
 share = len(elsewhere) / len(keys)
-q_abs.reveal("none: only the hash -2^31" if not elsewhere else "about 1 in 6" if share < 0.25
+q_abs.reveal("none" if not elsewhere else "about 1 in 6" if share < 0.25
              else "about 1 in 3" if share < 0.42 else "about 1 in 2",
              f"{share:.0%} here. Half the hashes are negative; for those, toPositive and Math.abs differ by "
              "2h + 2^31, a multiple of 6 only for one negative hash in three — so two in three move.")
@@ -268,23 +270,20 @@ different key — each trades away some ordering.
 """)
 
 nb.md("""
-## Adding partitions remaps keys
+## Adding partitions
 
-Partitions can be added to a topic, never removed. The formula divides by the partition count,
-so after adding partitions most keys map somewhere else. Kafka does **not** move old records:
-a key's history stays in its old partition while new records go to the new one.
+Partitions can be added to a topic, never removed. 300 customers write to a topic of 6
+partitions; then it grows to 8, and they write again.
 """)
 nb.code("""
-from confluent_kafka.admin import NewPartitions
-
-growing = cluster.create_topic(f"growing-{run}", partitions=6)
 ids = [f"customer-{i}" for i in range(300)]
 q_moved = predict.ask("02.moved", "The topic grows from 6 to 8 partitions. What share of 300 keys will "
                       "write to a different partition afterwards?",
-                      choices=["about 1 in 4", "about half", "about 3 in 4", "all of them"])
+                      choices=["about 1 in 4", "about half", "about 3 in 4", "all of them"], answer="about 3 in 4")
 q_moved
 """)
 nb.code("""
+growing = cluster.create_topic(f"growing-{uuid.uuid4().hex[:6]}", partitions=6)   # a new topic each run
 
 def send_all(tag):
     p = cluster.producer(partitioner="murmur2_random")
@@ -293,8 +292,7 @@ def send_all(tag):
     p.flush(10)
 
 send_all("before")
-cluster.admin().create_partitions([NewPartitions(growing, 8)])[growing].result(timeout=30)
-cluster.wait_for_isr(growing)
+cluster.add_partitions(growing, 8)   # returns once every broker's metadata has the 8 partitions
 send_all("after")
 
 where = {}
@@ -309,6 +307,11 @@ q_moved.reveal("all of them" if moved == len(ids) else "about 3 in 4" if share >
                "about half" if share > 0.37 else "about 1 in 4",
                f"{share:.0%} moved: a hash stays put only if h % 6 == h % 8, true for 6 of every 24 values "
                "(24 is the least common multiple): one key in four stays.")
+""")
+nb.md("""
+The formula divides by the partition count, so after adding partitions most keys map somewhere
+else. And Kafka does **not** move old records: a key's history stays in its old partition while
+its new records go to the new one.
 """)
 nb.code("""
 print("observed = predicted by java_partition with 6 then 8 partitions:",
@@ -376,23 +379,19 @@ nb.md("""
 
 Without a key there is nothing to hash. Modern producers use a **sticky** partitioner: keyless
 records go to one partition for a while, then to another, so they form bigger batches than
-one-record-each round robin would. *When* they switch differs:
+one-record-each round robin would. The **Java** producer switches when it has sent a batch's
+worth to the partition (since 2.4, KIP-480; since 3.3, after `batch.size` bytes, KIP-794).
+librdkafka has a setting for it too, `sticky.partitioning.linger.ms`.
 
-* the **Java** producer switches when it has sent a batch's worth to the partition (since 2.4,
-  KIP-480; since 3.3, after `batch.size` bytes, KIP-794);
-* **librdkafka** (so the Python client) switches on a **timer**: every
-  `sticky.partitioning.linger.ms` (default 10 ms) it picks a new random partition — full batch
-  or not.
-
-Send 3,000 small keyless records as a steady stream of about a second with
+Send 3,000 small keyless records from Python as a steady stream of about a second with
 `sticky.partitioning.linger.ms=50`. Together they are far below one batch (`batch.size` is 1 MB,
-`batch.num.messages` 10,000), so if batches decided, they would all stay in one partition.
+`batch.num.messages` 10,000).
 """)
 nb.code("""
-q_sticky = predict.ask("02.sticky", "3,000 keyless records over about a second, all of them fitting in one batch. "
-                       "How does the Python producer spread them?",
-                       choices=["one partition: the batch never fills", "a new partition every ~50 ms",
-                                "a new partition for every record"])
+q_sticky = predict.ask("02.sticky", "3,000 keyless records over about a second, all fitting in one batch. How does "
+                       "the Python producer spread them: all in one partition (the batch never fills), a new "
+                       "partition every ~50 ms, or a new partition for every record?",
+                       choices=["one partition", "every ~50 ms", "every record"], answer="every ~50 ms")
 q_sticky
 """)
 nb.code("""
@@ -434,10 +433,14 @@ print("the partition changed although no batch was ever full:", switches > 5 and
 print("and records travelled in runs, not one by one:", switches < len(order) / 10)
 """, check=True)
 nb.code("""
-q_sticky.reveal("one partition: the batch never fills" if switches == 0 else
-                "a new partition for every record" if switches > len(order) / 2 else "a new partition every ~50 ms",
+q_sticky.reveal("one partition" if switches == 0 else "every record" if switches > len(order) / 2 else "every ~50 ms",
                 "librdkafka's sticky partitioner picks a new random partition each sticky.partitioning.linger.ms; "
                 "a run lasts one interval, or two when the draw repeats the partition.")
+""")
+nb.md("""
+**librdkafka** (so the Python client) switches on a **timer**: every `sticky.partitioning.linger.ms`
+(default 10 ms) it picks a new random partition — full batch or not. The Java producer would have
+kept all 3,000 in one partition until a batch's worth was sent.
 """)
 
 nb.md("""
@@ -463,7 +466,7 @@ nb.code("""
 predict.summary("02")
 """)
 nb.code("""
-del producer, p
+producer = p = None  # the clients go first, so they do not complain about brokers going away
 cluster.stop()
 """)
 

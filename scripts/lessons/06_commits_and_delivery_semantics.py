@@ -4,7 +4,8 @@ from labkit.authoring import Notebook
 
 nb = Notebook("06 · Commits and delivery semantics",
               summary="Committed offsets and lag, auto.offset.reset (earliest, latest, none), replaying a group, "
-                      "five commit styles crashed mid-batch and counted, idempotent consumers, dead-letter topics.",
+                      "records per poll and max.poll.interval.ms, five commit styles crashed mid-batch and "
+                      "counted, idempotent consumers, dead-letter topics.",
               minutes=35)
 
 nb.md("""
@@ -85,20 +86,20 @@ print("__consumer_offsets exists:", "__consumer_offsets" in cluster.topics(inter
 nb.md("""
 ### auto.offset.reset: where a group without commits starts
 
-A group that has never committed has no offset to resume from. `auto.offset.reset` decides:
-`earliest` (the log start), `latest` (only records that arrive from now on), or `none` — fail
-instead of guessing. Three brand-new groups on a topic that already holds 100 records, while new
-records keep arriving (one each time the consumer polls), until each group has read a new one — or
-failed:
+A group that has never committed has no offset to resume from. The consumer setting
+`auto.offset.reset` decides where it starts; Java's client takes `earliest`, `latest` or `none`.
+Three brand-new groups, one per setting, on a topic that already holds a hundred records, while
+new records keep arriving (one each time the consumer polls), until each group has read a new
+one — or failed:
 """)
 nb.code("""
 latest_reads = predict.ask("06.latest-reads", "A brand-new group with auto.offset.reset=latest subscribes to a topic "
                            "holding 100 records while new ones keep arriving. How many of the 100 does it read?",
-                           choices=[0, 50, 100])
+                           choices=[0, 50, 100], answer=0)
 latest_reads
 """)
 nb.code("""
-backlog = cluster.create_topic(f"backlog-{run}", partitions=1)
+backlog = cluster.create_topic(f"backlog-{uuid.uuid4().hex[:6]}", partitions=1)   # a new one each run of the cell
 for i in range(100):
     producer.produce(backlog, key=str(i), value=f"old-{i}")
 producer.flush(10)
@@ -152,6 +153,11 @@ latest_reads.reveal(resets["latest"]["old read"],
                     "records are skipped for good, only new ones are read.")
 """)
 nb.md("""
+* `earliest` starts at the log start offset: everything the topic still holds.
+* `latest` starts at the end of the log as it is when the group first fetches: only records that
+  arrive from then on.
+* `none` (librdkafka: `error`) refuses to guess: the consumer gets an error instead of records.
+
 `latest` is a common surprise: a new service deployed with it silently skips everything already
 in the topic — and so does an old group whose commits expired (`offsets.retention.minutes`).
 `none`/`error` makes that a visible error instead.
@@ -169,6 +175,143 @@ rows = [line.split() for line in cluster.tool("kafka-consumer-groups", "--descri
         if line.startswith(group_id)]
 print("after the reset the group's lag is the whole topic again:", sum(int(r[5]) for r in rows) == len(ids))
 """, check=True)
+
+nb.md("""
+## The poll loop: records per poll, and the time between polls
+
+A consumer application is a loop: ask for records, process them, commit, ask again. Two settings
+shape it. How many records one call hands over — Java's `max.poll.records` (default 500) — and
+how long the application may take between two calls before the group gives up on it —
+`max.poll.interval.ms` (default 5 minutes, in both clients).
+
+In the Python client, `poll()` returns one record and `consume(num_messages=N)` up to `N`. Ask
+for 50 at a time, from a consumer that also sets `max.poll.records=7`:
+""")
+nb.code("""
+per_call = cluster.consumer(f"per-call-{uuid.uuid4().hex[:6]}", enable_auto_commit=False, max_poll_records=7)
+per_call.subscribe([orders])
+sizes = []
+try:
+    Wait("five non-empty consume() calls", timeout=60, interval=0).until(
+        lambda: sizes.append(len(per_call.consume(num_messages=50, timeout=2.0))) or len([n for n in sizes if n]) >= 5)
+finally:
+    per_call.close()
+print("records per consume(num_messages=50) call:", [n for n in sizes if n])
+""")
+nb.code("""
+returned = [n for n in sizes if n]
+print("never more than num_messages:", max(returned) <= 50)
+print("max.poll.records=7 did not cap it:", max(returned) > 7)
+""", check=True)
+nb.md("""
+librdkafka accepts the name `max.poll.records`, but only its share consumer (lesson 14) uses it;
+for a classic consumer the cap is the argument of `consume()`. Either way the cap is what bounds
+the time between two calls: a batch of `N` records takes `N` × the time per record.
+
+### A batch that takes longer than max.poll.interval.ms
+
+The member below polls a batch of 5 orders and then processes them slowly — longer than its
+`max.poll.interval.ms` of 4 seconds (it keeps working until the group coordinator has logged that
+the member left, as a stuck batch would). Then it commits.
+""")
+nb.code("""
+evicted_commit = predict.ask("06.evicted-commit", "A member processes a batch for longer than max.poll.interval.ms, "
+                             "then commits the batch. Its commit:", choices=["succeeds", "fails", "waits"],
+                             answer="fails")
+evicted_commit
+""")
+nb.code("""
+import datetime as dt
+import os
+
+slow_group = f"slow-{uuid.uuid4().hex[:6]}"
+interval_ms = 4000
+slow = cluster.consumer(slow_group, enable_auto_commit=False, max_poll_interval_ms=interval_ms,
+                        session_timeout_ms=3000, heartbeat_interval_ms=500)   # librdkafka: session <= poll interval
+slow.subscribe([orders])
+batch, last_poll = [], None
+
+
+def first_batch():
+    global last_poll
+    last_poll = time.time()               # when the last poll began (librdkafka counts from its end: later)
+    batch.extend(m for m in slow.consume(num_messages=5 - len(batch), timeout=1.0) if not m.error())
+    return len(batch) == 5
+
+
+Wait("the slow member's first batch", timeout=60, interval=0).until(first_batch)
+member = slow.memberid()
+
+
+def left_line():
+    # the group coordinator (one broker) logs the member leaving: "Member <id> has left group through explicit ..."
+    for broker in cluster.broker_ids:
+        found = cluster.broker_log(broker, grep=f"Member {member} has left", lines=1)
+        if found:
+            return found
+
+
+# The stuck handler: it works on the batch and returns only once the coordinator has logged that the member left.
+processed_slowly = [msg.value().decode() for msg in batch]
+left = Wait("the coordinator to log that the slow member left", timeout=120, interval=0.2).until(left_line)
+try:
+    slow.commit(asynchronous=False)
+    commit_outcome = "committed"
+except KafkaException as exc:
+    commit_outcome = exc.args[0].name()
+next_poll = slow.poll(1.0)
+slow.close()
+
+logged = dt.datetime.strptime(left.split("]")[0].lstrip("["), "%H:%M:%S,%f").time()
+since_midnight = logged.hour * 3600 + logged.minute * 60 + logged.second + logged.microsecond / 1e6
+local = time.localtime(last_poll)
+polled = local.tm_hour * 3600 + local.tm_min * 60 + local.tm_sec + last_poll % 1
+waited = (since_midnight - polled) % 86400
+print(left[:230])
+print(f"logged {waited:.1f} s after the member's last poll began (max.poll.interval.ms = {interval_ms / 1000:g} s; "
+      f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+print("the commit after the batch:", commit_outcome)
+print("the member's next poll:", next_poll.error().name() if next_poll is not None and next_poll.error() else next_poll)
+""")
+nb.code("""
+print("the member left no sooner than max.poll.interval.ms after its last poll:", waited >= interval_ms / 1000 - 0.01)
+print("then its commit of the batch failed:", commit_outcome != "committed")
+""", check=True)
+nb.code("""
+evicted_commit.reveal("succeeds" if commit_outcome == "committed" else "fails",
+                      f"{commit_outcome}: librdkafka left the group on the member's behalf when the interval ran out "
+                      "(the broker logged the LeaveGroup), so the partitions it had are no longer its to commit.")
+""")
+nb.md("""
+Who processes those 5 orders now? Another member of the group starts where the group's last
+commit left it — and the group has none:
+""")
+nb.code("""
+takeover = cluster.consumer(slow_group, enable_auto_commit=False)
+takeover.subscribe([orders])
+again = []
+try:
+    Wait("the takeover to read the slow batch", timeout=60, interval=0).until(
+        lambda: again.extend(m.value().decode() for m in takeover.consume(num_messages=50, timeout=1.0)
+                             if not m.error()) or set(processed_slowly) <= set(again))
+finally:
+    takeover.close()
+print("the slow batch, processed again by the takeover:", sorted(set(processed_slowly) & set(again)))
+""")
+nb.code("""
+print("every record of the evicted batch was delivered again:", set(processed_slowly) <= set(again))
+""", check=True)
+nb.md("""
+* `max.poll.interval.ms` is enforced by the **client**: librdkafka's own timer notices that the
+  application has not called `poll()`/`consume()` for that long, leaves the group (the broker
+  logs an explicit `LeaveGroup`), and reports `_MAX_POLL_EXCEEDED` at the next poll. The Java
+  consumer does the same. Heartbeats (a background thread, `session.timeout.ms`) only prove the
+  *process* is alive; this timer proves the *loop* still turns.
+* The batch's records go to another member, which processes them again: a slow batch costs
+  duplicates, like a crash.
+* So size batches to the slowest processing you expect: fewer records per call (`num_messages`,
+  Java's `max.poll.records`) or a larger `max.poll.interval.ms`.
+""")
 
 nb.md("""
 ## Five ways to commit, each crashed mid-batch
@@ -201,9 +344,9 @@ auto_lost = predict.ask("06.auto-lost", "Auto-commit every second (the client co
 auto_lost
 """)
 nb.code("""
-outcomes, groups = {}, {}
+outcomes, groups, attempt = {}, {}, uuid.uuid4().hex[:6]     # new groups each run of the cell
 for style in COMMIT_STYLES:
-    group = Group(cluster, orders, f"{style}-{run}")
+    group = Group(cluster, orders, f"{style}-{attempt}")
     group.start_member("first", commit=style, crash_after=235, batch=50, process_ms=10)
     group.wait_dead("first", timeout=90)
     group.start_member("takeover", commit=style, batch=50, process_ms=0.5)
@@ -284,13 +427,14 @@ commit and move on. 20 payments, two of them not JSON:
 """)
 nb.code("""
 parked = predict.ask("06.dead-letters", "After the first pass and one retry pass, how many records are in the "
-                     "dead-letter topic?", choices=[0, 2, 4, 20])
+                     "dead-letter topic?", choices=[0, 2, 4, 20], answer=2)
 parked
 """)
 nb.code("""
-payments = cluster.create_topic(f"payments-{run}", partitions=1)
-retry_topic = cluster.create_topic(f"payments-retry-{run}", partitions=1)
-dead_letters = cluster.create_topic(f"payments-dlt-{run}", partitions=1)
+tag = uuid.uuid4().hex[:6]                      # new topics each run of the cell
+payments = cluster.create_topic(f"payments-{tag}", partitions=1)
+retry_topic = cluster.create_topic(f"payments-retry-{tag}", partitions=1)
+dead_letters = cluster.create_topic(f"payments-dlt-{tag}", partitions=1)
 p = cluster.producer()
 for i in range(20):
     p.produce(payments, value=json.dumps({"id": i, "amount": i * 10}) if i not in (7, 13) else b"{not json")
@@ -300,24 +444,31 @@ def process(value):
     return json.loads(value)["amount"]          # raises on a poison record
 
 def drain(topic, attempt):
-    consumer = cluster.consumer(f"payments-app-{attempt}-{run}", enable_auto_commit=False)
+    \"\"\"Process `topic` from its start to where it ends now; returns how many records were processed.\"\"\"
+    end = cluster.describe_topic(topic)[0].high_watermark
+    consumer = cluster.consumer(f"payments-app-{attempt}-{tag}", enable_auto_commit=False)
     consumer.subscribe([topic])
-    ok, idle_until = 0, time.monotonic() + 8
-    while time.monotonic() < idle_until:
+    done = {"processed": 0, "next": 0}
+
+    def handle_one():
         msg = consumer.poll(0.5)
-        if msg is None or msg.error():
-            continue
-        idle_until = time.monotonic() + 3
-        try:
-            process(msg.value())
-            ok += 1
-        except ValueError:
-            target = retry_topic if attempt == 0 else dead_letters
-            p.produce(target, value=msg.value(), headers={"error": "invalid JSON", "attempt": str(attempt + 1)})
-            p.flush(10)
-        consumer.commit(message=msg, asynchronous=False)
-    consumer.close()
-    return ok
+        if msg is not None and not msg.error():
+            try:
+                process(msg.value())
+                done["processed"] += 1
+            except ValueError:
+                target = retry_topic if attempt == 0 else dead_letters
+                p.produce(target, value=msg.value(), headers={"error": "invalid JSON", "attempt": str(attempt + 1)})
+                p.flush(10)
+            consumer.commit(message=msg, asynchronous=False)
+            done["next"] = msg.offset() + 1
+        return done["next"] >= end
+
+    try:
+        Wait(f"{topic} read to its end", timeout=60, interval=0).until(handle_one)
+    finally:
+        consumer.close()
+    return done["processed"]
 
 processed_ok = drain(payments, attempt=0) + drain(retry_topic, attempt=1)
 print("processed:", processed_ok, "| in the retry topic:", len(cluster.read_all(retry_topic)),
@@ -339,6 +490,8 @@ nb.md("""
 | commits live in `__consumer_offsets`; lag = log end − committed | `kafka-consumer-groups --describe` |
 | `auto.offset.reset` decides where a group without commits starts | earliest read the 100 stored, latest none of them (only new ones), `error` (Java's `none`) an error |
 | a group can be reset to replay | `--reset-offsets --to-earliest` |
+| records per call are capped by `consume(num_messages=N)` (Java: `max.poll.records`) | batches of at most 50, `max.poll.records=7` ignored |
+| a loop slower than `max.poll.interval.ms` loses its membership, its commit, and its batch to another member | the coordinator's `LeaveGroup` line, the failed commit, the batch read again |
 | commit after processing = at least once; before = at most once | a consumer SIGKILLed mid-batch, per style |
 | auto-commit's outcome depends on timing | lost or duplicated, run to run |
 | an idempotent consumer turns duplicates into no-ops | every order applied once despite replays |
@@ -348,7 +501,8 @@ nb.code("""
 predict.summary("06")
 """)
 nb.code("""
-del producer, p
+producer.close()         # every client closed before the brokers go
+p.close()
 cluster.stop()
 """)
 

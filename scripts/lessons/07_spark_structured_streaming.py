@@ -107,8 +107,8 @@ nb.md("""
 Count views per page in **1-minute windows of event time**. Events arrive out of order: some are
 *late* (older than events already seen). Spark can only emit a window's final count once it
 is sure no more events for it will come. The **watermark** is that promise: *newest event time
-seen, minus 30 seconds*. Events older than the watermark's windows are dropped; a window is
-emitted (append mode) once the watermark passes its end.
+seen, minus 30 seconds*. The query below runs in append mode: it writes each window once, as
+final. What does it do with the late events?
 """)
 nb.code("""
 late_counted = predict.ask("07.late-counted", "An event arrives 40 s after newer ones, but its 1-minute window is "
@@ -218,12 +218,10 @@ Each query keeps a **checkpoint** directory: the offsets of every micro-batch, t
 state, and which batches finished.
 """)
 nb.code("""
-results = cluster.create_topic(f"window-counts-{run}", partitions=1)
-parquet_dir = str(labkit.spark.workdir(cluster) / "output" / f"window-counts-{run}")
-to_kafka_cp = labkit.spark.checkpoint_dir(cluster, f"to-kafka-{run}")
-to_files_cp = labkit.spark.checkpoint_dir(cluster, f"to-files-{run}")
-
 def start_sinks(source_topic):
+    for q in spark.streams.active:          # safe to re-run: this section's earlier sinks stop first
+        if q.name in ("to_kafka", "to_files"):
+            q.stop()
     counts = (parse(spark.readStream.format("kafka")
                     .options(**labkit.spark.kafka_options(cluster, subscribe=source_topic,
                                                           startingOffsets="earliest")).load())
@@ -232,10 +230,10 @@ def start_sinks(source_topic):
               .select(F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"),
                       "page", "count"))
     to_kafka = (counts.select(F.col("page").alias("key"), F.to_json(F.struct("*")).alias("value"))
-                .writeStream.format("kafka").outputMode("append")
+                .writeStream.format("kafka").queryName("to_kafka").outputMode("append")
                 .options(**labkit.spark.kafka_options(cluster, topic=results))
                 .option("checkpointLocation", to_kafka_cp).start())
-    to_files = (counts.writeStream.format("parquet").outputMode("append")
+    to_files = (counts.writeStream.format("parquet").queryName("to_files").outputMode("append")
                 .option("path", parquet_dir).option("checkpointLocation", to_files_cp).start())
     return to_kafka, to_files
 
@@ -245,11 +243,17 @@ def finish(*queries, idle=False):
         labkit.spark.wait_until_idle(q) if idle else q.processAllAvailable()
 """)
 nb.md("""
-A fresh topic for this part, so both sinks see the whole stream. Run the sinks over the first
-four rounds, then **stop** them mid-stream:
+A fresh topic for this part, so both sinks see the whole stream, a results topic, an output
+directory and a checkpoint per query. Run the sinks over the first four rounds, then **stop** them
+mid-stream:
 """)
 nb.code("""
-pipeline_in = cluster.create_topic(f"page-views-pipeline-{run}", partitions=3)
+pipe = uuid.uuid4().hex[:6]              # new topics, files and checkpoints each run of the cell
+pipeline_in = cluster.create_topic(f"page-views-pipeline-{pipe}", partitions=3)
+results = cluster.create_topic(f"window-counts-{pipe}", partitions=1)
+parquet_dir = str(labkit.spark.workdir(cluster) / "output" / f"window-counts-{pipe}")
+to_kafka_cp = labkit.spark.checkpoint_dir(cluster, f"to-kafka-{pipe}")
+to_files_cp = labkit.spark.checkpoint_dir(cluster, f"to-files-{pipe}")
 to_kafka, to_files = start_sinks(pipeline_in)
 for r in rounds[:4]:
     generators.send(cluster, pipeline_in, r)
@@ -295,7 +299,7 @@ checkpoint in exactly that state; on restart Spark runs that batch again:
 """)
 nb.code("""
 kafka_copies = predict.ask("07.kafka-sink-copies", "After the batch runs again, how many copies of its windows does "
-                           "the results topic (Kafka sink) hold?", choices=[1, 2, 3])
+                           "the results topic (Kafka sink) hold?", choices=[1, 2, 3], answer=2)
 kafka_copies
 """)
 nb.code("""
@@ -386,12 +390,12 @@ Each batch's end offsets are the next one's start offsets: no record read twice,
 
 `startingOffsets` only matters the first time a query runs (after that the checkpoint decides):
 `earliest`, `latest`, or per partition as JSON, e.g. `{"topic": {"0": 42, "1": -2}}`
-(−2 = earliest, −1 = latest). A query starting at `latest` ignores the backlog:
+(−2 = earliest, −1 = latest). A new query on the same topic, starting at `latest`:
 """)
 nb.code("""
 latest_rows = predict.ask("07.latest-rows", "A new query with startingOffsets=latest starts on the 6,000-record "
                           "topic, then 50 more events arrive. How many rows does it see?",
-                          choices=[0, 50, 6000, 6050])
+                          choices=[0, 50, 6000, 6050], answer=50)
 latest_rows
 """)
 nb.code("""

@@ -24,12 +24,16 @@ nb.code("""
 import base64
 import hashlib
 import hmac
+import secrets
+import socket
+import ssl
+import struct
 import time
 import uuid
 from pathlib import Path
 
 import pandas as pd
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                    ResourcePatternType, ResourceType, ScramMechanism, UserScramCredentialDeletion)
 from cryptography import x509
@@ -37,6 +41,7 @@ from cryptography import x509
 import labkit
 from labkit import predict
 from labkit.listeners import Trip, listener_table, round_trips_figure
+from labkit.runtime.librdkafka import quiet
 from labkit.security import acl_table, scram_credentials, try_connect, wait_for_acls
 from labkit.waiting import Wait
 
@@ -102,7 +107,8 @@ nb.code("""
 print("plaintext client refused:", not outcomes["PLAINTEXT client on the TLS port"].ok)
 print("untrusted CA: the TLS handshake fails:", "certificate" in outcomes["TLS, but not trusting the cluster's CA"].explanation)
 print("wrong password:", outcomes["alice, wrong password"].error)
-print("unknown user, same answer:", outcomes["mallory (no such user)"].error == outcomes["alice, wrong password"].error)
+print("unknown user, same error code from librdkafka:",
+      outcomes["mallory (no such user)"].error == outcomes["alice, wrong password"].error)
 print("right password: connected:", outcomes["alice, right password"].ok)
 """, check=True)
 nb.md("""
@@ -114,9 +120,63 @@ nb.md("""
   `127.0.0.1` and `localhost`).
 * **SASL/PLAIN** would send the password itself (inside TLS). **SCRAM** (`SCRAM-SHA-256/512`) never
   sends it: client and broker prove to each other that they know it, with a challenge and a salted,
-  iterated hash. A wrong password and an unknown user get the same answer, so user names cannot be
-  guessed this way.
+  iterated hash.
+* librdkafka reports a wrong password and an unknown user with the same error code,
+  `_AUTHENTICATION`. Does the broker treat the two alike?
 
+### Which users exist? Ask the SCRAM exchange
+
+A SCRAM login is a conversation (RFC 5802): the client sends its user name and a random nonce; the
+server answers with *that user's* salt and iteration count and its own nonce; only then does the
+client prove the password. Below, Kafka's protocol by hand — a `SaslHandshake` request, then the
+client's first SCRAM message in a `SaslAuthenticate` request, over TLS to the `SCRAM` listener —
+for a user that exists and one that does not:
+""")
+nb.code("""
+def scram_first_answer(settings, port, user):
+    \"\"\"The broker's answer to the first SCRAM message for `user`: (error code, error message, server-first-message).\"\"\"
+    tls = ssl.create_default_context(cafile=settings["ssl.ca.location"])
+    with tls.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10), server_hostname="127.0.0.1") as sock:
+        def read(n):
+            data = b""
+            while len(data) < n:
+                data += sock.recv(n - len(data))
+            return data
+
+        def request(api_key, version, correlation_id, body):   # a size, a request header v1, the body
+            header = struct.pack(">hhih", api_key, version, correlation_id, 8) + b"lesson08"
+            sock.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
+            return read(struct.unpack(">i", read(4))[0])[4:]      # the response, after its correlation id
+
+        mechanism = settings["sasl.mechanism"].encode()
+        request(17, 1, 1, struct.pack(">h", len(mechanism)) + mechanism)               # SaslHandshake v1
+        first = f"n,,n={user},r={secrets.token_hex(12)}".encode()                       # client-first-message
+        answer = request(36, 1, 2, struct.pack(">i", len(first)) + first)              # SaslAuthenticate v1
+        code, length = struct.unpack_from(">hh", answer)
+        message = answer[4:4 + max(length, 0)].decode()
+        (size,) = struct.unpack_from(">i", answer, 4 + max(length, 0))
+        return code, message, answer[8 + max(length, 0):8 + max(length, 0) + size].decode()
+
+
+scram_port = cluster.brokers[0].listeners["SCRAM"]
+first_answers = {user: scram_first_answer(alice, scram_port, user) for user in ("alice", "mallory")}
+pd.DataFrame([{"user": u, "error code": c, "error message": m[:70], "server's first message": f[:90]}
+              for u, (c, m, f) in first_answers.items()])
+""")
+nb.code("""
+alice_code, _, alice_first = first_answers["alice"]
+mallory_code, _, _ = first_answers["mallory"]
+print("alice (exists): no error, and the server sent her salt and iteration count:",
+      alice_code == 0 and ",s=" in alice_first and ",i=" in alice_first)
+print("mallory (no such user): refused at the first message, SASL_AUTHENTICATION_FAILED:", mallory_code == 58)
+""", check=True)
+nb.md("""
+A wrong password fails one step later, at the client's proof; an unknown user fails at once. So a
+client that speaks SCRAM itself can tell which user names exist — only librdkafka's error code
+blurs it. Treat user names as known to an attacker: strong passwords, alerts on failed logins,
+and the listener reachable only from where clients run.
+""")
+nb.md("""
 ## Authorization: no ACL, no access
 
 The brokers run KRaft's `StandardAuthorizer` with `allow.everyone.if.no.acl.found=false`: an
@@ -125,12 +185,13 @@ themselves) skip the check. alice is authenticated, but has no ACL yet.
 """)
 nb.code("""
 orders = cluster.create_topic(f"orders-{run}", partitions=3)      # as the admin
-q_list = predict.ask("08.no-acl-topics", "alice has no ACL at all. What does list_topics() show her?",
-                     choices=["an authorization error", "an empty list", "every topic"])
+q_list = predict.ask("08.no-acl-topics", "alice has no ACL at all. What does list_topics() show her: an "
+                     "authorization error, an empty list, or every topic?",
+                     choices=["an error", "an empty list", "every topic"], answer="an empty list")
 q_list
 """)
 nb.code("""
-alice_admin = AdminClient(alice)
+alice_admin = AdminClient({**alice, **quiet()})     # quiet(): librdkafka's log lines to the lab's log
 visible = [t for t in alice_admin.list_topics(timeout=10).topics if not t.startswith("__")]
 print("topics alice sees:", visible)
 """, check=True)
@@ -151,9 +212,12 @@ def produce_one(settings, topic, value="hello"):
     def on_delivery(err, msg):
         result["outcome"] = err.name() if err is not None else "delivered"
 
-    producer = Producer({**settings, "message.timeout.ms": 5000})
-    producer.produce(topic, value=value, on_delivery=on_delivery)
-    producer.flush(10)
+    producer = Producer({**quiet(), **settings, "message.timeout.ms": 5000})
+    try:
+        producer.produce(topic, value=value, on_delivery=on_delivery)
+        producer.flush(10)
+    finally:
+        producer.close()
     return result.get("outcome", "no delivery report")
 
 
@@ -167,6 +231,9 @@ Kafka's own tool, run through `cluster.tool(...)`, which hands it the admin's cl
 """)
 nb.code("""
 print(cluster.tool("kafka-acls", "--add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", orders))
+# The tool returns once the controller has the ACL; each broker's authorizer applies it a moment later: wait for all
+wait_for_acls(cluster, [AclBinding(ResourceType.TOPIC, orders, ResourcePatternType.LITERAL, "User:alice", "*",
+                                   AclOperation.WRITE, AclPermissionType.ALLOW)])
 """)
 nb.code("""
 print("alice ->", orders, ":", produce_one(alice, orders))
@@ -198,7 +265,7 @@ q_group
 nb.code("""
 def consume_first(settings, topic, group, timeout=20):
     \"\"\"The first record a consumer in `group` gets, or the error it gets instead.\"\"\"
-    consumer = Consumer({**settings, "group.id": group, "auto.offset.reset": "earliest"})
+    consumer = Consumer({**quiet(), **settings, "group.id": group, "auto.offset.reset": "earliest"})
     try:
         consumer.subscribe([topic])
         deadline = time.monotonic() + timeout
@@ -324,9 +391,8 @@ A client talks to the cluster in **two round-trips**:
    listener) and which broker leads each partition; every produce and fetch then goes to the
    leader **at that advertised address**.
 
-If a broker advertises an address the client cannot reach — a container's host name, a private
-IP — step 1 works and step 2 fails. Make broker 1 advertise `kafka-1.lab.invalid:9093` on its `MTLS`
-listener (`.invalid` never resolves, like a container name outside its network):
+Make broker 1 advertise `kafka-1.lab.invalid:9093` on its `MTLS` listener — an address no client
+can reach: `.invalid` never resolves, like a container's host name outside its network:
 """)
 nb.code("""
 cluster.advertise(1, "MTLS", "kafka-1.lab.invalid:9093")    # rewrites server.properties, restarts broker 1
@@ -353,7 +419,7 @@ q_boot = predict.ask("08.bootstrap", f"The client bootstraps from broker 1's rea
 q_boot
 """)
 nb.code("""
-metadata = AdminClient(mtls_client).list_topics(timeout=10)
+metadata = AdminClient({**quiet(), **mtls_client}).list_topics(timeout=10)
 print("round-trip 1, metadata from the bootstrap address:", tracking in metadata.topics)
 print("brokers as the metadata lists them:", {b.id: f"{b.host}:{b.port}" for b in sorted(metadata.brokers.values(), key=lambda b: b.id)})
 """, check=True)
@@ -362,7 +428,7 @@ q_boot.reveal(tracking in metadata.topics, "The bootstrap address is only used f
 """)
 nb.md("""
 Now round-trip 2: one record to each partition, each sent to that partition's leader at the address
-the metadata gave.
+the metadata gave — for the partitions broker 1 leads, `kafka-1.lab.invalid:9093`.
 """)
 nb.code("""
 def produce_per_partition(settings, topic, partitions):
@@ -371,10 +437,11 @@ def produce_per_partition(settings, topic, partitions):
     def on_delivery(err, msg):
         results[msg.partition()] = err.name() if err is not None else "delivered"
 
-    producer = Producer(settings)
+    producer = Producer({**quiet(), **settings})
     for p in range(partitions):
         producer.produce(topic, value=f"to partition {p}", partition=p, on_delivery=on_delivery)
     producer.flush(15)
+    producer.close()
     return results
 
 
@@ -391,7 +458,9 @@ first = next(e.str() for e in client_errors if "/1:" in e.str())
 print("the client's error names broker 1 at its advertised address:", first.split(": ")[0])
 """, check=True)
 nb.md("""
-The error's prefix is the quickest clue: `…/bootstrap` is the connection to a bootstrap address,
+Step 1 worked, step 2 failed for broker 1: a broker that advertises an address the client cannot
+reach — a container's host name, a private IP — lets bootstrap succeed and every request to it
+fail. The error's prefix is the quickest clue: `…/bootstrap` is the connection to a bootstrap address,
 `…/1` the connection to node 1 **at its advertised address**. With a single broker (the classic
 container setup) *every* produce fails this way; here only the partitions broker 1 leads.
 """)
@@ -443,16 +512,16 @@ print("iterations:", int(record.iterations), "| mechanism:", record.mechanism)
 nb.md("""
 ### Rotation without downtime: two users
 
-A broker checks a SCRAM password only when a connection is made. So rotate with **two users**:
-create `billing-v2` with the same ACLs as `billing-v1`, move the application over at its own pace,
-then delete v1.
+Passwords change: rotate with **two users**. Create `billing-v2` with the same ACLs as
+`billing-v1`, move the application over at its own pace, then delete v1. The application below is
+still connected as v1 when v1's password goes.
 """)
 nb.code("""
 cluster.add_user("billing-v1", "first-secret")
 grant(AclBinding(ResourceType.TOPIC, orders, ResourcePatternType.LITERAL, "User:billing-v1", "*",
                  AclOperation.WRITE, AclPermissionType.ALLOW))
 v1_settings = {**cluster.client_config(user="billing-v1"), "message.timeout.ms": 5000}
-v1_producer = Producer(v1_settings)          # the running application, connected as v1
+v1_producer = Producer({**quiet(), **v1_settings})          # the running application, connected as v1
 v1_results = []
 v1_producer.produce(orders, value="v1 #1", partition=0, on_delivery=lambda err, msg: v1_results.append(err))
 v1_producer.flush(10)
@@ -468,7 +537,15 @@ print("v2 ->", orders, ":", produce_one(cluster.client_config(user="billing-v2")
 nb.code("""
 for future in admin.alter_user_scram_credentials(
         [UserScramCredentialDeletion("billing-v1", ScramMechanism.SCRAM_SHA_512)]).values():
-    future.result()
+    try:
+        future.result()
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.RESOURCE_NOT_FOUND:   # deleted already: the cell ran before
+            raise
+# Each broker applies the deletion when it reads the metadata log: wait until every one refuses a new v1 login
+Wait("every broker to refuse a new billing-v1 login", timeout=60).until(
+    lambda: all(try_connect({**v1_settings, "bootstrap.servers": b.address}).error == "_AUTHENTICATION"
+                for b in cluster.brokers))
 q_conn = predict.ask("08.connected-after-delete", "billing-v1's password is deleted. Does the producer that is "
                      "already connected as billing-v1 still deliver?", kind="yes/no")
 q_conn
@@ -477,7 +554,7 @@ nb.code("""
 v1_producer.produce(orders, value="v1 #2", partition=0,        # over the connection it already has
                     on_delivery=lambda err, msg: v1_results.append(err))
 v1_producer.flush(10)
-still_delivers = v1_results == [None, None]
+still_delivers = v1_results[-1] is None
 print("the connected v1 producer still delivers:", still_delivers)
 print("a new v1 connection:", try_connect(v1_settings).error)
 print("v2 ->", orders, ":", produce_one(cluster.client_config(user="billing-v2"), orders))
@@ -492,14 +569,10 @@ their ACLs too (authorization is checked on every request), or set `connections.
 so that brokers make clients log in again. Finish the rotation by deleting v1's ACLs:
 """)
 nb.code("""
-v1_producer.flush(1)
-del v1_producer
-for future in admin.delete_acls([v1_filter], request_timeout=15).values():
-    future.result()
-# The deletion travels to every broker through the metadata log: usually milliseconds, so wait for it, not sleep
-gone = Wait("billing-v1's ACLs to be gone", timeout=15).until(
-    lambda: not admin.describe_acls(v1_filter, request_timeout=15).result())
-print("billing-v1's ACLs gone:", gone)
+v1_producer.close()
+removed = cluster.delete_acls([v1_filter])      # returns once no broker's authorizer has them any more
+print("removed:", acl_table(removed)[["principal", "operation", "resource", "name"]].to_dict("records"))
+print("billing-v1's ACLs gone:", not admin.describe_acls(v1_filter, request_timeout=15).result())
 """, check=True)
 
 nb.md("""
@@ -509,7 +582,8 @@ nb.md("""
 |---|---|
 | a listener is a name, a protocol and a port; the controller and broker links are listeners too | `listener_table`: SCRAM, MTLS, BROKER, CONTROLLER |
 | a plaintext client on a TLS port is refused; a client that does not trust the CA fails the handshake | `try_connect` |
-| SCRAM: wrong password and unknown user get the same `_AUTHENTICATION` | `try_connect` |
+| librdkafka reports a wrong password and an unknown user alike, `_AUTHENTICATION` | `try_connect` |
+| the SCRAM exchange tells which users exist: a known one gets its salt and iterations, an unknown one fails at once | `SaslHandshake` + `SaslAuthenticate` by hand |
 | no ACL: an empty topic list and `TOPIC_AUTHORIZATION_FAILED` | alice before any grant |
 | ACLs by `kafka-acls` and by `AdminClient.create_acls` | alice produces |
 | a consumer needs READ on its group too | `GROUP_AUTHORIZATION_FAILED`, then records |
@@ -526,5 +600,6 @@ nb.code("""
 predict.summary("08")
 """)
 nb.code("""
+alice_admin = None           # every client of the lesson closed before the brokers go (no reconnect noise)
 cluster.stop()
 """)

@@ -48,6 +48,7 @@ from fastavro.read import SchemaResolutionError
 import labkit
 from labkit import predict
 from labkit.schemas import HEADER_SIZE, compatibility_matrix, new_subject, unframe
+from labkit.waiting import Wait
 
 labkit.setup_check()
 """)
@@ -109,9 +110,7 @@ nb.code("""
 raw_consumer = cluster.consumer(f"raw-{run}")
 raw_consumer.assign([TopicPartition(orders, 0, OFFSET_BEGINNING)])
 try:
-    msg = None
-    while msg is None:
-        msg = raw_consumer.poll(1.0)
+    msg = Wait("the first record", timeout=30, interval=0).until(lambda: raw_consumer.poll(1.0))
     if msg.error():
         raise KafkaException(msg.error())
     value = msg.value()
@@ -165,7 +164,8 @@ Three serializers, one per strategy, write the same order to a second topic.
 """)
 nb.code("""
 one_id = predict.ask("09.one-id", "The same schema is registered under three subjects (plus the first one). "
-                     "How many different schema ids does the registry hand out?", choices=[1, 2, 3, 4])
+                     "How many different schema ids does the registry hand out?", choices=[1, 2, 3, 4],
+                     answer=1)
 one_id
 """)
 nb.code("""
@@ -236,11 +236,12 @@ Compatibility is about who can read what:
 * **FULL**: both ("bi-directional").
 
 Each has a `_TRANSITIVE` form (more on it below). For every change and every mode: a fresh
-subject set to that mode, version 1 registered, then version 2 attempted.
+subject set to that mode, the original schema registered, then the change attempted as its
+second version.
 """)
 nb.code("""
 full_guess = predict.ask("09.full-accepts", "Under FULL, how many of the five changes does the registry accept?",
-                         choices=[0, 1, 2, 3, 4, 5])
+                         choices=[0, 1, 2, 3, 4, 5], answer=1)
 full_guess
 """)
 nb.code("""
@@ -292,9 +293,9 @@ def sample_order(schema, i):
 
 registry.set_compatibility(level="NONE")                     # the global level
 try:
-    mixed = {}
+    mixed, tag = {}, uuid.uuid4().hex[:6]                    # new topics each run of the cell
     for n, (change, v2) in enumerate(CHANGES.items()):
-        topic = cluster.create_topic(f"mixed-{n}-{run}", partitions=1)
+        topic = cluster.create_topic(f"mixed-{n}-{tag}", partitions=1)
         ctx = SerializationContext(topic, MessageField.VALUE)
         old_producer, new_producer = AvroSerializer(registry, ORDER_V1), AvroSerializer(registry, v2)
         for i in range(4):
@@ -433,7 +434,7 @@ Under `FULL` v3 went in. What does a consumer still on v1 make of the topic when
 v2 and v3 have all written to it?
 """)
 nb.code("""
-chain_topic = cluster.create_topic(f"chain-{run}", partitions=1)
+chain_topic = cluster.create_topic(f"chain-{uuid.uuid4().hex[:6]}", partitions=1)   # a new one each run
 new_subject(registry, f"{chain_topic}-value", "FULL")
 ctx = SerializationContext(chain_topic, MessageField.VALUE)
 for version, schema in enumerate(CHAIN, start=1):
@@ -473,7 +474,7 @@ json_guess = predict.ask("09.json-errors", "The producer writes 5 orders in the 
 json_guess
 """)
 nb.code("""
-plain = cluster.create_topic(f"orders-json-{run}", partitions=1)
+plain = cluster.create_topic(f"orders-json-{uuid.uuid4().hex[:6]}", partitions=1)   # a new one each run
 sent, delivery_errors = [], []
 
 
@@ -516,7 +517,7 @@ The same rename through the registry, on a subject in `BACKWARD` (the default): 
 serializer asks to register the new schema, the registry answers 409, and **nothing** is sent.
 """)
 nb.code("""
-guarded = cluster.create_topic(f"orders-guarded-{run}", partitions=1)
+guarded = cluster.create_topic(f"orders-guarded-{uuid.uuid4().hex[:6]}", partitions=1)   # a new one each run
 ctx = SerializationContext(guarded, MessageField.VALUE)
 AMOUNT_RENAMED = order_schema(ID, CUSTOMER, {"name": "amount_cents", "type": "int"})
 producer.produce(guarded, value=AvroSerializer(registry, order_schema(ID, CUSTOMER, AMOUNT))(
@@ -552,6 +553,6 @@ nb.code("""
 predict.summary("09")
 """)
 nb.code("""
-del producer
+producer.close()         # every client closed before the brokers go
 cluster.stop()
 """)

@@ -38,8 +38,7 @@ from pathlib import Path
 
 import ipywidgets
 import pandas as pd
-from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
+from confluent_kafka import TopicPartition
 
 import labkit
 from labkit import predict
@@ -154,15 +153,14 @@ for i, value in enumerate(values):
     producer.produce(payments, key=f"k{i}", value=value)
 producer.flush(10)
 q_poison = predict.ask("10.poison", "The sink reads 7 records; the 4th is not JSON. With Connect's default error "
-                       "handling, how many payments reach the file?", choices=[0, 3, 6, 7])
+                       "handling, how many payments reach the file?", choices=[0, 3, 6, 7], answer=0)
 q_poison
 """)
 nb.code("""
 payments_sink = {"connector.class": "FileStreamSink", "file": str(payments_file), "topics": payments,
                  "value.converter": JSON_CONVERTER, "value.converter.schemas.enable": "false"}
 connect.create("payments-sink", payments_sink)
-failed = connect.wait_task("payments-sink", "FAILED")
-time.sleep(1)
+failed = connect.wait_task("payments-sink", "FAILED")      # the task's thread has ended: it writes nothing more
 written = len(payments_file.read_text().splitlines()) if payments_file.exists() else 0
 print(first_line(failed["trace"]))
 """)
@@ -196,15 +194,13 @@ connect.create("payments-sink", {**payments_sink,
                                  "errors.log.enable": True})
 connect.wait_for("payments-sink")
 Wait("6 payments in the file", timeout=30).until(lambda: len(payments_file.read_text().splitlines()) == 6)
-reader = Consumer(primary.client_config(group_id=f"dlq-reader-{run}", auto_offset_reset="earliest"))
+reader = primary.consumer(f"dlq-reader-{uuid.uuid4().hex[:6]}")
 reader.subscribe([dlq])
-dead = None
-deadline = time.monotonic() + 30
-while dead is None and time.monotonic() < deadline:
-    msg = reader.poll(1.0)
-    if msg is not None and not msg.error():
-        dead = msg
-reader.close()
+try:
+    dead = Wait("the dead letter", timeout=30, interval=0).until(
+        lambda: (lambda msg: msg if msg is not None and not msg.error() else None)(reader.poll(1.0)))
+finally:
+    reader.close()
 headers = {k: (v.decode() if v is not None else None) for k, v in dead.headers()}
 pd.DataFrame([(k, v.splitlines()[0][:90]) for k, v in headers.items()], columns=["header", "value"])
 """)
@@ -314,17 +310,21 @@ retention had already removed them, the oldest third of each partition deleted.
 """)
 nb.code("""
 orders = primary.create_topic(f"orders-{run}", partitions=3, config={"retention.ms": 86400000}, exist_ok=True)
-for i in range(600):
-    producer.produce(orders, key=f"customer-{i % 17}", value=f"order-{i:06d}")
-producer.flush(10)
-ends = {p.partition: p.high_watermark for p in primary.describe_topic(orders).partitions}
-for future in primary.admin().delete_records([TopicPartition(orders, p, end // 3) for p, end in ends.items()]).values():
-    future.result()
+if not any(p.high_watermark for p in primary.describe_topic(orders).partitions):    # once, if the cell runs again
+    for i in range(600):
+        producer.produce(orders, key=f"customer-{i % 17}", value=f"order-{i:06d}")
+    producer.flush(10)
+    ends = {p.partition: p.high_watermark for p in primary.describe_topic(orders).partitions}
+    # DeleteRecords answers once the partition's leader (the only replica here) has moved its log start
+    for future in primary.admin().delete_records([TopicPartition(orders, p, end // 3) for p, end in ends.items()]
+                                                 ).values():
+        future.result()
 primary.describe_topic(orders)
 """)
 nb.code("""
-q_name = predict.ask("10.remote-topic", "MirrorMaker 2 copies this topic from primary to dr. What is it called on dr?",
-                     choices=[orders, f"primary.{orders}", f"dr.{orders}", f"{orders}.replica"])
+q_name = predict.ask("10.remote-topic", f"MirrorMaker 2 copies {orders} from primary to dr. What is it called on "
+                     "dr (without the run's suffix)?",
+                     choices=["orders", "primary.orders", "dr.orders", "orders.replica"], answer="primary.orders")
 q_name
 """)
 nb.code("""
@@ -344,7 +344,7 @@ print("but not at the same offsets: dr numbers its copy from 0:",
       and all(p.log_start_offset > 0 for p in primary.describe_topic(orders).partitions))
 """, check=True)
 nb.code("""
-q_name.reveal(remote, "DefaultReplicationPolicy prefixes the source cluster's alias, so a copy never collides with "
+q_name.reveal(remote.replace(f"-{run}", ""), "DefaultReplicationPolicy prefixes the source cluster's alias, so a copy never collides with "
               "dr's own topic of the same name, and everyone can see where it came from.")
 """)
 nb.md("""
@@ -355,16 +355,13 @@ applies both on dr.
 """)
 nb.code("""
 def retention_on_dr() -> str:
-    return dr.admin().describe_configs([ConfigResource("topic", remote)])[ConfigResource("topic", remote)] \\
-        .result()["retention.ms"].value
+    return dr.describe_configs("topic", remote)["retention.ms"]
 
 copied_retention = retention_on_dr()
 t0 = time.monotonic()
-change = ConfigResource("topic", orders, incremental_configs=[
-    ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)])
-for future in [*primary.admin().incremental_alter_configs([change]).values(),
-               *primary.admin().create_partitions([NewPartitions(orders, 4)]).values()]:
-    future.result()
+primary.alter_configs("topic", orders, {"retention.ms": 7200000})    # each returns once primary's broker has it
+if len(primary.describe_topic(orders)) < 4:                          # a topic only gains partitions (cell re-run)
+    primary.add_partitions(orders, 4)
 Wait("the change on dr", timeout=30).until(lambda: retention_on_dr() == "7200000" and len(dr.describe_topic(remote)) == 4)
 print(f"on dr {time.monotonic() - t0:.1f} s later")
 """)
@@ -411,7 +408,8 @@ finally:
 reports_committed = mm.committed(primary, "reports", orders)
 q_translate = predict.ask("10.translate", "On dr, where does the translated offset point, compared with the "
                           "record the group had reached on primary?",
-                          choices=["the same record", "an earlier record", "a later record"])
+                          choices=["the same record", "an earlier record", "a later record"],
+                          answer=predict.MEASURED)
 q_translate
 """)
 nb.code("""
@@ -496,8 +494,9 @@ on_primary.wait_processed(sum(p.high_watermark - p.log_start_offset for p in bac
 ipywidgets.HBox([primary.view(topics=[orders], groups=False).widget, dr.view(topics=[remote], groups=False).widget])
 """)
 nb.code("""
-q_lost = predict.ask("10.lost", "Primary dies now. How many acknowledged orders will be missing on dr?",
-                     choices=["none, or a handful", "about a second's worth", "everything since the last checkpoint"])
+q_lost = predict.ask("10.lost", "Primary dies now. How many acknowledged orders will be missing on dr: none or a "
+                     "handful, about a second's worth, or everything since the last checkpoint?",
+                     choices=["a handful or none", "a second's worth", "since checkpoint"], answer=predict.MEASURED)
 q_lost
 """)
 nb.code("""
@@ -544,8 +543,8 @@ print("processed twice = what billing had processed on primary at or after its t
       set(twice) == expected_twice)
 """, check=True)
 nb.code("""
-q_lost.reveal("none, or a handful" if len(lost) <= 20 else ("about a second's worth" if len(lost) <= 150 else
-              "everything since the last checkpoint"),
+q_lost.reveal("a handful or none" if len(lost) <= 20 else ("a second's worth" if len(lost) <= 150 else
+              "since checkpoint"),
               f"{len(lost)} lost: what primary had acknowledged but MirrorMaker had not copied yet (the replication "
               "lag measured above). Checkpoints do not decide loss; they decide the duplicates.")
 """)
@@ -636,17 +635,33 @@ q_loop
 """)
 nb.code("""
 pattern = f".*orders-{run}"
-mm.mirror(primary, dr, topics=pattern)
-mm.mirror(dr, primary, topics=pattern)
-time.sleep(5)                                        # two topic refreshes of each flow, and then some
+flows = {"primary → dr": mm.mirror(primary, dr, topics=pattern), "dr → primary": mm.mirror(dr, primary, topics=pattern)}
+
+
+def copying(flow):
+    \"\"\"The topic-partitions the flow's source task copies (its task config), once it has taken the pattern.\"\"\"
+    configs = [t["config"] for t in flow.worker.tasks(flow.connector("source"))]
+    if not configs or any(c.get("topics") != pattern or "task.assigned.partitions" not in c for c in configs):
+        return None
+    return sorted(tp for c in configs for tp in c["task.assigned.partitions"].split(",") if tp)
+
+
+# MirrorMaker matched the pattern against the topics each source cluster has and assigned what it will copy
+copies = {name: Wait(f"the {name} flow to take the pattern", timeout=60).until(lambda f=flow: copying(f))
+          for name, flow in flows.items()}
 on_primary_topics = sorted(t for t in primary.topics() if t.endswith(f"orders-{run}"))
 on_dr_topics = sorted(t for t in dr.topics() if t.endswith(f"orders-{run}"))
 looped = [t for t in on_primary_topics + on_dr_topics if t.count(".") > 1]
-{"primary": on_primary_topics, "dr": on_dr_topics}
+pd.DataFrame({"topics on the source matching the pattern": {"primary → dr": on_primary_topics,
+                                                            "dr → primary": on_dr_topics},
+              "partitions its task copies": copies})
 """)
 nb.code("""
 print("each cluster has its own orders and the other's copy:",
       len(on_primary_topics) == 2 and len(on_dr_topics) == 2)
+print("neither flow copies the other's copy back:",
+      not any(tp.startswith("dr.") for tp in copies["primary → dr"])
+      and not any(tp.startswith("primary.") for tp in copies["dr → primary"]))
 print("no copy of a copy (dr.primary.orders… or primary.dr.orders…):", looped == [])
 """, check=True)
 nb.code("""
@@ -685,6 +700,8 @@ nb.code("""
 predict.summary("10")
 """)
 nb.code("""
+producer.close()                # every client closed before the brokers go
+dr_producer.close()
 for cluster in clusters:        # stops each cluster's Connect worker and registry first, then its broker
     cluster.stop()
 """)

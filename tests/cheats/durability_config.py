@@ -26,4 +26,11 @@ TOPIC_CONFIG = {"min.insync.replicas": "2"}
 PRODUCER_CONFIG = {"acks": "all", "enable.idempotence": True, "delivery.timeout.ms": 3000}
 '''), targets=["survives_the_failure_script"],
         why="every setting the visible checks read is right, but records are dropped after 3 s of failover"),
+    Cheat("lesson_04_acks_cell", _settings('''
+REPLICATION_FACTOR = 3
+TOPIC_CONFIG = {"min.insync.replicas": "2"}        # the lesson's profile
+PRODUCER_CONFIG = {"acks": "all", "message.timeout.ms": 5000}   # lesson 04's acks cell: acks=all, quick = 5 s
+'''), targets=["retries_do_not_duplicate", "survives_the_failure_script"],
+        why="copy lesson 04's acks cell, which the acks hint points at: acks=all and its 5 s message timeout, "
+            "idempotence left at librdkafka's default (off)"),
 ]

@@ -32,4 +32,8 @@ CHEATS = [
           lambda nb: replace_solution(nb, "def failover_assign", ANSWERS_FOR_THE_VISIBLE_CASES),
           targets=["hidden_cases"],
           why="hard-code the visible checks' answers, max() by priority for anything else"),
+    Cheat("every_statement_true",
+          lambda nb: replace_solution(nb, "ANSWERS = {", "ANSWERS = {key: True for key in STATEMENTS}"),
+          targets=["assign_trade_offs"],
+          why="Task 3 without thinking: call every statement about assign() true"),
 ]

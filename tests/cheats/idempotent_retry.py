@@ -22,4 +22,9 @@ FIXED_CONFIG = {**BROKEN_CONFIG, "enable.idempotence": True, "delivery.timeout.m
 FIXED_CONFIG = {"enable.idempotence": True, **BROKEN_CONFIG, "enable_idempotence": False}
 '''), targets=["fixed_config_is_idempotent", "no_duplicates_after_lost_acks"],
         why="a config that reads right key by key, but whose last word (the underscore spelling) turns it off"),
+    Cheat("one_in_flight", _config('''
+FIXED_CONFIG = {**BROKEN_CONFIG, "max.in.flight.requests.per.connection": 1}   # lesson 04: "the old advice"
+'''), targets=["fixed_config_is_idempotent", "no_duplicates_after_lost_acks"],
+        why="lesson 04's old advice for ordering, one request in flight, copied as the fix: idempotence still off, "
+            "so a retry after a lost acknowledgement is still stored twice"),
 ]
