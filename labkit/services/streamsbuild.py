@@ -284,6 +284,31 @@ def build_archive(dist: Distribution, jars: list[Path], timeout: float = 180.0) 
     return target
 
 
+def test_utils_artifacts(dist: Distribution) -> ArtifactSet:
+    """kafka-streams-test-utils at ``dist``'s version, without what Kafka and kafka-streams bring already."""
+    have = {jar_artifact(j.name) for j in dist.jars()} | {"kafka-streams", "rocksdbjni"}
+    return ArtifactSet(
+        f"Kafka Streams test utils {dist.version}", f"kafka-{dist.version}",
+        (("org.apache.kafka", "kafka-streams-test-utils", dist.version),), subdir="streams-test-utils",
+        excludes=frozenset(have), required="kafka-streams-test-utils",
+        hint_offline="Connect to the internet once and run `labkit setup` (make setup fetches it with Kafka Streams).",
+        keep=lambda jars: keep_missing_jars(jars, have))
+
+
+def ensure_test_utils(progress: bool = False, dist: Optional[Distribution] = None) -> list[Path]:
+    """The test-utils jar (TopologyTestDriver, lesson 15), fetched by the set-up step; on first use otherwise."""
+    dist = dist or ensure_distribution(progress=progress)
+    artifacts = test_utils_artifacts(dist)
+    found = cached(artifacts)
+    if found:
+        return found
+    bar = Progress(progress, artifacts.name, total=None)
+    try:
+        return resolve(artifacts, lambda phase, n, total, size, name: bar.step(name) if phase == "resolving" else None)
+    finally:
+        bar.close()
+
+
 @step("Kafka Streams")
 def _setup_streams() -> str:
     dist = ensure_distribution(progress=True)
@@ -291,6 +316,7 @@ def _setup_streams() -> str:
     native = native_dir(jars)
     launcher(dist, jars)
     recorded = build_archive(dist, jars)
+    jars = [*jars, *ensure_test_utils(progress=True, dist=dist)]
     size = sum(j.stat().st_size for j in jars) / 2**20
     return (f"{', '.join(sorted(j.name for j in jars))}: {size:.0f} MB ({jars[0].parent}); launcher compiled; "
             + (f"RocksDB's native library unpacked ({_native_name()})" if native else "no RocksDB native library "

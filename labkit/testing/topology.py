@@ -27,13 +27,12 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from ..errors import LabkitError
-from ..runtime.distribution import Distribution, ensure_distribution
+from ..runtime.distribution import ensure_distribution
 from ..runtime.environment import environments_dir
 from ..runtime.jvm import find_java
-from ..runtime.maven import ArtifactSet, cached, jar_artifact, keep_missing_jars, resolve
 from ..runtime.processes import orphan_proof
-from ..runtime.progress import Progress
-from ..services.streamsbuild import JAVA_DIR, compile_topology, ensure_streams, launcher, native_dir
+from ..services.streamsbuild import (JAVA_DIR, compile_topology, ensure_streams, ensure_test_utils, launcher, native_dir,
+                                     test_utils_artifacts)
 
 RUNNER = JAVA_DIR / "LabTopologyTest.java"
 
@@ -65,31 +64,6 @@ class TopologyRun:
     driver_ms: float = 0.0
     #: The whole call: javac when the topology is new, the JVM, the driver.
     seconds: float = 0.0
-
-
-def test_utils_artifacts(dist: Distribution) -> ArtifactSet:
-    """kafka-streams-test-utils at ``dist``'s version, without what Kafka and kafka-streams bring already."""
-    have = {jar_artifact(j.name) for j in dist.jars()} | {"kafka-streams", "rocksdbjni"}
-    return ArtifactSet(
-        f"Kafka Streams test utils {dist.version}", f"kafka-{dist.version}",
-        (("org.apache.kafka", "kafka-streams-test-utils", dist.version),), subdir="streams-test-utils",
-        excludes=frozenset(have), required="kafka-streams-test-utils",
-        hint_offline="Connect to the internet once: lesson 15 fetches kafka-streams-test-utils on first use.",
-        keep=lambda jars: keep_missing_jars(jars, have))
-
-
-def ensure_test_utils(progress: bool = False, dist: Optional[Distribution] = None) -> list[Path]:
-    """The test-utils jar, fetched into the lab's cache on first use."""
-    dist = dist or ensure_distribution(progress=progress)
-    artifacts = test_utils_artifacts(dist)
-    found = cached(artifacts)
-    if found:
-        return found
-    bar = Progress(progress, artifacts.name, total=None)
-    try:
-        return resolve(artifacts, lambda phase, n, total, size, name: bar.step(name) if phase == "resolving" else None)
-    finally:
-        bar.close()
 
 
 def _inputs(records: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
