@@ -89,7 +89,7 @@ def share_consumer(cluster: "ClusterLike", group_id: str, **config: Any) -> Any:
     librdkafka's own lines (its "Preview" warning on every share consumer) go to Python logging, not under a cell."""
     from confluent_kafka import ShareConsumer
     from .runtime.librdkafka import quiet
-    return ShareConsumer({**cluster.client_config(**config), "group.id": group_id, **quiet()})
+    return ShareConsumer({**quiet(), **cluster.client_config(**config), "group.id": group_id})
 
 
 def produce_jobs(cluster: "ClusterLike", topic: str, jobs: Iterable[Mapping[str, Any]],

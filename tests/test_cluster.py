@@ -190,15 +190,21 @@ def test_two_clusters_at_once_do_not_collide(unique):
             c.stop()
 
 
-def test_a_value_kafka_refuses_is_caught_before_anything_starts(jvm_pids):
+def test_a_value_kafka_refuses_is_caught_before_anything_starts(monkeypatch):
+    from labkit.backends.native import NativeCluster
+
+    def started(self, bar):
+        raise AssertionError("the nodes were about to start")
+
+    monkeypatch.setattr(NativeCluster, "_start_nodes", started)
     before = set(os.listdir(labkit.backends.owned.data_root()))
     for bad, expect in ((dict(num_partitions="many"), "num.partitions='many' is not valid: Kafka takes"),
                         (dict(num_partitions=-1), "num.partitions=-1 is not valid"),
                         (dict(log_retention_ms="abc"), "log.retention.ms='abc'")):
         with pytest.raises(SettingError, match=re.escape(expect)):
             labkit.start_cluster("single-broker", progress=False, **bad)
-    assert set(os.listdir(labkit.backends.owned.data_root())) == before
-    assert jvm_pids("labkit-") == []
+    # nothing of this test's is left (the worker's other clusters may come and go meanwhile)
+    assert not {d for d in set(os.listdir(labkit.backends.owned.data_root())) - before if d.startswith("labkit-")}
 
 
 def test_a_setting_only_the_broker_refuses_raises_with_its_log_and_leaves_nothing(jvm_pids):

@@ -88,7 +88,7 @@ def secured():
 def produce(settings, topic, partition=None, timeout_ms=5000):
     """One record: "delivered" or the delivery error's name."""
     result = {}
-    producer = Producer({**settings, "message.timeout.ms": timeout_ms, **quiet()})
+    producer = Producer({**quiet(), **settings, "message.timeout.ms": timeout_ms})
     kwargs = {} if partition is None else {"partition": partition}
     producer.produce(topic, value=b"x", on_delivery=lambda err, msg: result.update(r=err.name() if err else "delivered"),
                      **kwargs)
@@ -98,7 +98,7 @@ def produce(settings, topic, partition=None, timeout_ms=5000):
 
 def first_record(settings, topic, group, timeout=20.0):
     """What a consumer in ``group`` gets first: "record" or the error's name."""
-    consumer = Consumer({**settings, "group.id": group, "auto.offset.reset": "earliest", **quiet()})
+    consumer = Consumer({**quiet(), **settings, "group.id": group, "auto.offset.reset": "earliest"})
     try:
         consumer.subscribe([topic])
         deadline = time.monotonic() + timeout
@@ -140,7 +140,7 @@ def test_no_acl_hides_topics_and_refuses_produce(secured, unique):
     secured.add_user("nobody", "pw")
     topic = secured.create_topic(unique("hidden"), partitions=1)
     nobody = secured.client_config(user="nobody")
-    assert topic not in AdminClient({**nobody, **quiet()}).list_topics(timeout=10).topics
+    assert topic not in AdminClient({**quiet(), **nobody}).list_topics(timeout=10).topics
     assert produce(nobody, topic) == "TOPIC_AUTHORIZATION_FAILED"
 
 
@@ -203,7 +203,7 @@ def test_add_user_rotates_a_password_without_closing_connections(secured, unique
     grant(secured, AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:dave", "*",
                               AclOperation.WRITE, AclPermissionType.ALLOW))
     old = secured.client_config(user="dave")
-    connected = Producer({**old, "message.timeout.ms": 5000, **quiet()})
+    connected = Producer({**quiet(), **old, "message.timeout.ms": 5000})
     errors = []
     connected.produce(topic, value=b"1", partition=0, on_delivery=lambda err, msg: errors.append(err))
     connected.flush(10)
