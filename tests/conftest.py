@@ -18,7 +18,8 @@ OUTPUT = REPO / "test-output"
 #: Lessons executed in a real browser (test_browser.py) instead of papermill, and the text each must show
 #: rendered (a prediction's widget, the metrics panel); an empty tuple: plotly figures only.
 BROWSER_LESSONS = {"00_welcome": ("Predict:",), "02_keys_and_murmur2": ("Predict:",),
-                   "07_spark_structured_streaming": ("Predict:",), "11_operations_and_performance": ("Predict:", "ISR shrinks / expands")}
+                   "07_spark_structured_streaming": ("Predict:",), "11_operations_and_performance": ("Predict:", "ISR shrinks / expands"),
+                   "12_kafka_streams": ("Predict:", "-repartition"), "14_share_groups": ("Predict:",)}
 
 
 @pytest.fixture(scope="session")
