@@ -108,8 +108,8 @@ def run_lesson(path: Path, timeout: float) -> Run:
         state.mkdir()
         executed = Path(tmp) / path.name
         load_before, t0 = _load(), time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "papermill", str(path), str(executed), "--cwd",
-                               str(path.parent), "-k", "python3", "--execution-timeout", "600", "--no-progress-bar"],
+        proc = subprocess.run([sys.executable, "-m", "labkit.runtime.kernels", str(path), str(executed), "--cwd",
+                               str(path.parent), "--execution-timeout", "600"],
                               env=_env(data, state), capture_output=True, text=True, timeout=timeout)
         seconds = time.monotonic() - t0
         cell, error = _first_error(executed)

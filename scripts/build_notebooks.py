@@ -67,11 +67,10 @@ def store_checked_outputs(notebook: Path, executed: Path) -> int:
 
 
 def execute(notebook: Path) -> Path:
-    import papermill
+    from labkit.runtime.kernels import run_notebook
 
     out = Path(tempfile.mkdtemp(prefix="kafka-lab-build-")) / notebook.name
-    papermill.execute_notebook(str(notebook), str(out), cwd=str(NOTEBOOKS), kernel_name="python3",
-                               progress_bar=False, execution_timeout=600)
+    run_notebook(notebook, out, NOTEBOOKS, execution_timeout=600)
     return out
 
 

@@ -132,8 +132,8 @@ def test_lesson_runs_and_its_checked_outputs_match(notebook, output_dir):
     out = out_dir / notebook.name
     with tempfile.TemporaryDirectory(prefix="kafka-lab-nb-") as data_dir:
         proc = subprocess.run(
-            [sys.executable, "-m", "papermill", str(notebook), str(out), "--cwd", str(NOTEBOOKS),
-             "-k", "python3", "--execution-timeout", "600", "--no-progress-bar"],
+            [sys.executable, "-m", "labkit.runtime.kernels", str(notebook), str(out), "--cwd", str(NOTEBOOKS),
+             "--execution-timeout", "600"],
             env=_env(Path(data_dir)), capture_output=True, text=True, timeout=1200)
         assert proc.returncode == 0, f"{notebook.name} failed under papermill:\n{proc.stderr[-3000:]}"
         _no_jvm_left(Path(data_dir))

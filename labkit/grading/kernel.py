@@ -51,11 +51,14 @@ class KernelSession:
         """``skip``: cells not to run, ``{cell id: source}``, each skipped only while its source is exactly that."""
         from nbclient import NotebookClient
 
+        from ..runtime.kernels import SocketFileKernelManager
+
         self.nb = nb
         self.timeout = timeout
         self.skip = dict(skip)
         self._client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                                      resources={"metadata": {"path": str(cwd)}})
+                                      resources={"metadata": {"path": str(cwd)}},
+                                      kernel_manager_class=SocketFileKernelManager)  # no TCP port to lose
         # The kernel's own stdout/stderr (warnings, tracebacks of its message loop) are not the learner's
         # output: that arrives through the cells. Keep them out of the grader's terminal.
         self._context = self._client.setup_kernel(env=dict(env), cwd=str(cwd), stdout=subprocess.DEVNULL,
