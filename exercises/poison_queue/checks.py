@@ -197,17 +197,34 @@ class Pool:
         from labkit.sharegroups import read_share_group
         from labkit.waiting import WaitTimeout, Wait
 
+        elsewhere: list[str] = []
+
         def members() -> bool:
             try:
                 return len(read_share_group(self.cluster, self.group).members) >= workers
             except LabkitError:
-                return False  # no member yet
+                # no member yet -- or the workers joined a consumer group of that name: no need to wait then
+                elsewhere[:] = self._consumer_group_members()
+                return bool(elsewhere)
 
         try:
             Wait(f"{workers} workers in share group {self.group}", timeout=timeout, interval=0.5).until(members)
         except WaitTimeout:
             raise AssertionError(f"{workers} workers were started, but the broker never listed {workers} members of "
                                  f"the share group {self.group!r}: use a ShareConsumer in that group") from None
+        if elsewhere:
+            raise AssertionError(f"the workers joined {self.group!r} as a consumer group ({len(elsewhere)} members), "
+                                 "not a share group: use a ShareConsumer in that group")
+
+    def _consumer_group_members(self) -> list[str]:
+        """Members of a consumer group (classic or consumer protocol) named like the share group, if there is one."""
+        try:
+            found = self.cluster.admin().describe_consumer_groups([self.group])[self.group].result(timeout=10)
+        except Exception:  # noqa: BLE001 - no such consumer group (or a share group: not a consumer group)
+            return []
+        if "SHARE" in str(getattr(found, "type", "")).upper():
+            return []
+        return [m.member_id for m in found.members or []]
 
     def send(self) -> None:
         from labkit.sharegroups import produce_jobs
