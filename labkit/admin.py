@@ -24,7 +24,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSp
 
 from .errors import ClusterStateError
 from .runtime import agreement
-from .runtime.librdkafka import quiet
+from .runtime.librdkafka import HANDSHAKE_MS, quiet
 from .runtime.protocols import ClusterLike
 from .waiting import Wait
 
@@ -45,6 +45,9 @@ def make_admin(bootstrap_servers: str, warm: bool = True, **config: Any) -> Admi
         **client_logging(),
     }
     conf.update(config)
+    if str(conf.get("security.protocol", "PLAINTEXT")).upper() != "PLAINTEXT" and \
+            "socket.connection.setup.timeout.ms" not in config:
+        conf["socket.connection.setup.timeout.ms"] = HANDSHAKE_MS  # TLS and SCRAM handshakes take seconds under load
     client = AdminClient(conf)
     if warm:
         warm_up(client)

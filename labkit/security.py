@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Protocol
 
 from .errors import SecurityError
+from .runtime.librdkafka import HANDSHAKE_MS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,7 +54,7 @@ def java_client_settings(conf: Mapping[str, Any]) -> dict[str, str]:
 
 # ---------------------------------------------------------------------------------------------- trying a connection
 #: Client settings that make a failing connection say so within seconds instead of retrying for minutes.
-FAST_FAILURE = {"socket.connection.setup.timeout.ms": 3000, "reconnect.backoff.max.ms": 1000,
+FAST_FAILURE = {"socket.connection.setup.timeout.ms": HANDSHAKE_MS, "reconnect.backoff.max.ms": 1000,
                 "message.timeout.ms": 10000}
 
 

@@ -107,7 +107,7 @@ def as_user(cluster, creds: dict[str, str], **config: Any) -> dict[str, Any]:
     from labkit.security import with_credentials
 
     return {**with_credentials(cluster.client_config(), creds["username"], creds["password"]),
-            "socket.connection.setup.timeout.ms": 3000, **config}
+            "socket.connection.setup.timeout.ms": 15_000, **config}  # TLS + SCRAM handshakes are slow under load
 
 
 # ---------------------------------------------------------------------------------------------- acting as a user

@@ -27,6 +27,7 @@ from confluent_kafka import KafkaException
 from ..cluster import Broker, Cluster
 from ..errors import ClusterStateError
 from ..runtime import agreement
+from ..runtime.librdkafka import HANDSHAKE_MS
 from ..runtime.profiles import DEFAULT_PROFILE, load_profile, normalize_overrides
 from ..runtime.progress import Progress
 from ..waiting import Wait
@@ -324,9 +325,12 @@ class OwnedCluster(Cluster, Generic[N]):
 
     def _answers(self, broker: Broker) -> bool:
         """A metadata request sent to ``broker``'s own address gets an answer within a second."""
-        client = self.admin_for(broker.address, warm=False, **{"socket.connection.setup.timeout.ms": 1000})
+        # a plaintext connection is set up in milliseconds; TLS and SCRAM take seconds on a loaded machine
+        setup = 1000 if str(self.client_config().get("security.protocol", "PLAINTEXT")).upper() == "PLAINTEXT" \
+            else HANDSHAKE_MS
+        client = self.admin_for(broker.address, warm=False, **{"socket.connection.setup.timeout.ms": setup})
         try:
-            client.list_topics(timeout=1.0)
+            client.list_topics(timeout=setup / 1000 + 1)
         except KafkaException:
             return False
         return True

@@ -31,11 +31,12 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from ..waiting import Wait
-from .librdkafka import quiet
+from .librdkafka import HANDSHAKE_MS, quiet
 from .protocols import BrokerLike, ClusterLike
 
 #: Client settings for probes: fail fast, never back off for long.
-PROBE = {"socket.connection.setup.timeout.ms": 2000, "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 500}
+PROBE = {"socket.connection.setup.timeout.ms": HANDSHAKE_MS, "reconnect.backoff.ms": 50,
+         "reconnect.backoff.max.ms": 500}
 #: (ok, what this broker showed) for one broker.
 Verdict = tuple[bool, str]
 
@@ -218,7 +219,7 @@ def user_accepted(cluster: ClusterLike, settings: dict[str, Any], accepted: bool
         client = AdminClient(conf)
         auth = (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED)
         try:
-            client.list_topics(timeout=3.0)
+            client.list_topics(timeout=HANDSHAKE_MS / 1000 + 2)
             ok = not any(e.code() in auth for e in errors)
         except KafkaException as exc:
             client.poll(0.1)

@@ -34,7 +34,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-from .librdkafka import quiet
+from .librdkafka import HANDSHAKE_MS, quiet
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ def _get_producer(login: ClassLink) -> Any:
         # acks=all: an answer is either on the class cluster or reported as not sent; 5 s, then the learner
         # is told (a class cluster that is down must not keep a lesson's cell waiting).
         _producer = Producer({**login.client_config(), "acks": "all", "linger.ms": 0,
-                              "message.timeout.ms": 5000, "socket.connection.setup.timeout.ms": 3000})
+                              "message.timeout.ms": 5000, "socket.connection.setup.timeout.ms": HANDSHAKE_MS})
         _producer_for = login
     return _producer
 

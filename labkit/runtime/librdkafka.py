@@ -13,6 +13,13 @@ from typing import Any
 
 LOGGER = logging.getLogger("labkit.librdkafka")
 
+#: ``socket.connection.setup.timeout.ms`` for clients that speak TLS or SASL: on a loaded 2-core machine the
+#: TLS and SCRAM handshakes of a new connection take seconds, and a bound of 2-3 s failed good connections
+#: again and again (a SCRAM user never "accepted" by one broker, an old password never "refused", in a
+#: fresh clone's make test). A refusal -- a wrong password, an untrusted CA, plaintext on a TLS port -- comes
+#: as soon as the broker answers, so this bounds only a broker that does not answer at all.
+HANDSHAKE_MS = 15_000
+
 
 def quiet() -> dict[str, Any]:
     """Client config routing librdkafka's log lines and error callbacks to the ``labkit.librdkafka`` logger."""
