@@ -116,6 +116,21 @@ def resolve(artifacts: ArtifactSet, progress: ProgressCallback = lambda *a: None
     return cached(artifacts) or []
 
 
+def fetch(artifacts: ArtifactSet, progress: bool = True, repo: Optional[str] = None) -> list[Path]:
+    """:func:`resolve` with a progress bar of the modules found, drawn only when something must be fetched."""
+    found = cached(artifacts)
+    if found:
+        return found
+    from .progress import Progress
+
+    bar = Progress(progress, artifacts.name, total=None)
+    try:
+        return resolve(artifacts, lambda phase, n, total, size, name: bar.step(name) if phase == "resolving" else None,
+                       repo=repo)
+    finally:
+        bar.close()
+
+
 def download_jar(coordinate: Coordinate, classifier: str, target: Path, repo: Optional[str] = None,
                  what: str = "a jar", timeout: float = 60.0) -> Path:
     """One jar with a classifier (``kafka-storage-4.3.1-test.jar``), no dependencies, checked against the

@@ -42,7 +42,7 @@ from ..runtime.distribution import Distribution, ensure_distribution
 from ..runtime.environment import environments_dir
 from ..errors import LabkitError
 from ..runtime.jvm import find_java
-from ..runtime.maven import ArtifactSet, cached, jar_artifact, keep_missing_jars, resolve
+from ..runtime.maven import ArtifactSet, cached, fetch, jar_artifact, keep_missing_jars, resolve
 from ..runtime.processes import ManagedProcess, free_ports, tail
 from ..runtime.progress import Progress
 from ..runtime.steps import step
@@ -92,14 +92,7 @@ def ensure_plugins(progress: bool = True, dist: Optional[Distribution] = None) -
     if set(PLUGIN_MODULES) <= have:
         return []
     artifacts = plugin_artifacts(dist)
-    found = cached(artifacts)
-    if found:
-        return found
-    bar = Progress(progress, artifacts.name, total=None)
-    try:
-        return resolve(artifacts, lambda phase, n, total, size, name: bar.step(name) if phase == "resolving" else None)
-    finally:
-        bar.close()
+    return fetch(artifacts, progress)
 
 
 #: Avro for Connect through the lab's registry: Apicurio's converter (Confluent's is not on Maven Central), at

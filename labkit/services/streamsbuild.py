@@ -38,8 +38,7 @@ from ..runtime import classdata
 from ..runtime.cache import file_lock
 from ..runtime.distribution import Distribution, ensure_distribution
 from ..runtime.jvm import find_java
-from ..runtime.maven import ArtifactSet, cached, jar_artifact, keep_missing_jars, resolve
-from ..runtime.progress import Progress
+from ..runtime.maven import ArtifactSet, fetch, jar_artifact, keep_missing_jars
 from ..runtime.steps import step
 
 JAVA_DIR = Path(__file__).resolve().parent.parent / "java"
@@ -102,14 +101,7 @@ def ensure_streams(progress: bool = True, dist: Optional[Distribution] = None) -
     """The Kafka Streams jars (kafka-streams, rocksdbjni), fetched into the cache first if needed."""
     dist = dist or ensure_distribution(progress=progress)
     artifacts = streams_artifacts(dist)
-    found = cached(artifacts)
-    if found:
-        return found
-    bar = Progress(progress, artifacts.name, total=None)
-    try:
-        return resolve(artifacts, lambda phase, n, total, size, name: bar.step(name) if phase == "resolving" else None)
-    finally:
-        bar.close()
+    return fetch(artifacts, progress)
 
 
 def _native_name() -> str:
@@ -299,14 +291,7 @@ def ensure_test_utils(progress: bool = False, dist: Optional[Distribution] = Non
     """The test-utils jar (TopologyTestDriver, lesson 15), fetched by the set-up step; on first use otherwise."""
     dist = dist or ensure_distribution(progress=progress)
     artifacts = test_utils_artifacts(dist)
-    found = cached(artifacts)
-    if found:
-        return found
-    bar = Progress(progress, artifacts.name, total=None)
-    try:
-        return resolve(artifacts, lambda phase, n, total, size, name: bar.step(name) if phase == "resolving" else None)
-    finally:
-        bar.close()
+    return fetch(artifacts, progress)
 
 
 @step("Kafka Streams")

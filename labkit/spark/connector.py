@@ -16,8 +16,7 @@ from typing import Optional
 
 from ..errors import LabkitError
 from ..runtime.jvm import find_java
-from ..runtime.maven import ArtifactSet, cached, jar_artifact, keep_missing_jars, resolve
-from ..runtime.progress import Progress
+from ..runtime.maven import ArtifactSet, cached, fetch, jar_artifact, keep_missing_jars
 from ..runtime.steps import step
 
 log = logging.getLogger(__name__)
@@ -73,16 +72,9 @@ def ensure_connector(version: Optional[str] = None, progress: bool = True,
                      repository: Optional[str] = None) -> list[Path]:
     """The connector jars, resolved from Maven Central into the user cache first if needed."""
     artifacts = connector_artifacts(version)
-    found = cached(artifacts)
-    if found:
-        return found
-    find_java()
-    bar = Progress(progress, artifacts.name, total=None)
-    try:
-        return resolve(artifacts, lambda phase, n, total, size, name: bar.step(name) if phase == "resolving" else None,
-                       repo=repository)
-    finally:
-        bar.close()
+    if not cached(artifacts):
+        find_java()  # the resolver runs on it: say so before anything is fetched
+    return fetch(artifacts, progress, repo=repository)
 
 
 def _pyspark_jar_names() -> set[str]:
