@@ -42,6 +42,9 @@ def make_admin(bootstrap_servers: str, warm: bool = True, **config: Any) -> Admi
         "socket.connection.setup.timeout.ms": 3000,
         "reconnect.backoff.max.ms": 1000,
         "topic.metadata.refresh.interval.ms": 2000,
+        # An AdminClient is a librdkafka producer underneath, whose default is true: its metadata refresh of a
+        # topic it once looked up recreated that topic right after it was deleted (the brokers auto-create).
+        "allow.auto.create.topics": False,
         **client_logging(),
     }
     conf.update(config)

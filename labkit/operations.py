@@ -294,6 +294,32 @@ def elect_preferred(cluster: "ClusterLike", topics: Optional[Iterable[str]] = No
     return len(todo)
 
 
+def wait_for_placement(cluster: "ClusterLike", topic: str, partition: int, replicas: Optional[Sequence[int]] = None,
+                       leader: Optional[int] = None, timeout: float = 60.0) -> Placement:
+    """Return ``partition`` of ``topic`` once every live broker's own metadata shows it on ``replicas`` (in that
+    order) and led by ``leader`` (each only when given).
+
+    For a change made with Kafka's tools (``kafka-reassign-partitions``, ``kafka-leader-election``): a tool
+    returns when the controller has committed the change, and a broker applies it when it has fetched that far
+    in the metadata log, later on a busy machine; asking "any broker" right after can meet one that has not.
+    """
+    name = cluster.topic_name(topic) if hasattr(cluster, "topic_name") else topic
+    want = f"{name}-{partition}" + (f" on replicas {list(replicas)}" if replicas is not None else "") + \
+        (f" led by broker {leader}" if leader is not None else "")
+    last: dict[str, Placement] = {}
+
+    def shows(broker: "BrokerLike") -> tuple[bool, str]:
+        seen = next((p for p in partitions(cluster, [name], via=broker) if p.partition == partition), None)
+        if seen is None:
+            return False, "does not know the partition"
+        last["seen"] = seen
+        ok = (replicas is None or list(seen.replicas) == list(replicas)) and (leader is None or seen.leader == leader)
+        return ok, f"replicas {list(seen.replicas)}, leader {seen.leader}"
+
+    agreement.agree(cluster, want, shows, timeout=timeout)
+    return last["seen"]
+
+
 # ---------------------------------------------------------------- one broker at a time
 def rolling_restart(cluster: Any, version: Optional[str] = None, brokers: Optional[Sequence[int]] = None,
                     timeout: float = 120.0) -> "pd.DataFrame":
@@ -414,4 +440,4 @@ def parse_quorum(status: str, replication: str) -> Quorum:
 
 __all__ = ["BROKER_THROTTLES", "Placement", "Plan", "Quorum", "Reassignment", "TOPIC_THROTTLES", "elect_preferred",
            "features", "finalize", "generate_plan", "isr_whole", "parse_features", "parse_quorum", "releases", "partitions", "placement", "quorum", "racks", "reassign",
-           "replica_bytes", "replicas_on", "rolling_restart", "throttles"]
+           "replica_bytes", "replicas_on", "rolling_restart", "throttles", "wait_for_placement"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 from .errors import LabkitError
+from .runtime import agreement
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -173,6 +174,11 @@ def produce_through_refusals(cluster: "OwnedClusterLike", topic: str, runs: Mapp
     results = {}
     cluster.stop_broker(follower)
     try:
+        # The refusals need an ISR of two on the leader: the controller takes the stopped follower out of it, and
+        # the leader applies that a moment later (seconds on a busy machine). Until then min.insync.replicas=3
+        # refuses nothing, and a run could pass without one retry.
+        agreement.agree(cluster, f"broker {follower} out of the ISR of {topic}-0",
+                        lambda b: _isr_without(cluster, b, topic, follower), timeout=60)
         for label, settings in runs.items():
             config = {"acks": "all", "retry_backoff_ms": 1, "retry_backoff_max_ms": 1, "batch_num_messages": 5,
                       "linger_ms": 1, "request_timeout_ms": 1500, "message_timeout_ms": 60000}
@@ -184,6 +190,15 @@ def produce_through_refusals(cluster: "OwnedClusterLike", topic: str, runs: Mapp
         cluster.start_broker(follower)
         cluster.wait_for_isr(topic)
     return results
+
+
+def _isr_without(cluster: "ClusterLike", broker: Any, topic: str, follower: int) -> tuple[bool, str]:
+    md = agreement.broker_metadata(cluster, broker, topic)
+    found = md.topics.get(topic) if md is not None else None
+    if found is None or 0 not in found.partitions:
+        return False, "does not show the partition"
+    isr = list(found.partitions[0].isrs)
+    return follower not in isr, f"ISR {isr}"
 
 
 def counts_frame(counts: Mapping[str, ProduceCount]) -> "pd.DataFrame":

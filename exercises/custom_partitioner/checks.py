@@ -35,7 +35,10 @@ def send_orders_task(user, bootstrap, topic, orders, partitions, queue_limit):
     """In the learner's kernel: their send_orders with a fresh producer; how many records it left undelivered."""
     from confluent_kafka import Producer
 
-    config = {"bootstrap.servers": bootstrap}
+    # Idempotent, so a retried batch keeps its place: librdkafka's default (idempotence off, up to 1,000,000
+    # requests in flight) stores a retry after later batches, and a retry happens now and then on a busy machine.
+    # Per-customer order is then the learner's keys and partitions, not the machine's luck.
+    config = {"bootstrap.servers": bootstrap, "enable.idempotence": True}
     if queue_limit:
         config["queue.buffering.max.messages"] = queue_limit
     producer = Producer(config)

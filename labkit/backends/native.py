@@ -321,7 +321,9 @@ class NativeCluster(Topology, OwnedCluster[NativeNode]):
                                            broker_id=node.broker.id, log_path=node.stdout_path,
                                            log_tail=out.strip()) from None
                 text = tail(node.log_path, 30) + "\n" + out
-                kind = PortInUseError if any(s in text for s in _BIND_FAILURES) else BrokerStartError
+                # the bind failure can sit above the last lines (the metrics agent prints a long stack trace)
+                everything = tail(node.log_path, 400) + tail(node.stdout_path, 400)
+                kind = PortInUseError if any(s in everything for s in _BIND_FAILURES) else BrokerStartError
                 raise kind(f"Broker {node.broker.id} exited during start-up (exit code {node.process.returncode}).",
                            "Its log's last lines are below.",
                            broker_id=node.broker.id, log_path=node.log_path, log_tail=text.strip()) from None

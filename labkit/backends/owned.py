@@ -243,11 +243,14 @@ class OwnedCluster(Cluster, Generic[N]):
             node.broker.state, node.broker.pid = "killed", None
 
     def stop_broker(self, broker_id: int, timeout: float = 30.0) -> None:
-        """Stop a broker gracefully (SIGTERM: controlled shutdown moves its leaderships first)."""
+        """Stop a broker gracefully (SIGTERM: controlled shutdown moves its leaderships first); returns once every
+        live broker's metadata has dropped it (its leaderships and ISR places moved in the same controller write)."""
         node = self._node(broker_id, need_running=True)
         with self._lock:
             self._terminate(node, timeout)
             node.broker.state, node.broker.pid = "stopped", None
+        agreement.agree(self, f"broker {broker_id} stopped", agreement.broker_listed(self, broker_id, listed=False),
+                        timeout=timeout)
 
     def start_broker(self, broker_id: int, wait: bool = True, timeout: float = 60.0) -> None:
         """Start a stopped or killed broker again with the same id, ports and data; wait until it serves."""

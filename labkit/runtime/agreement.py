@@ -57,24 +57,40 @@ def origin(metadata: Any, brokers: Iterable[BrokerLike]) -> Optional[int]:
     return next((b.id for b in brokers if b.address == address), None)
 
 
-def pinned_admin(cluster: ClusterLike, broker: BrokerLike, attempts: int = 12) -> Optional[AdminClient]:
-    """A client whose any-broker requests go to ``broker`` (None when no fresh client landed there)."""
+def pinned_admin(cluster: ClusterLike, broker: BrokerLike, attempts: int = 4) -> Optional[AdminClient]:
+    """A client whose any-broker requests go to ``broker`` (None when no fresh client landed there).
+
+    librdkafka drops a fresh client's bootstrap connection once the first metadata answer has listed the
+    brokers, and then sends an any-broker request over a connection it has *up*, opening one to a random
+    learned broker when it has none (sparse connections). So a fresh client first sends a request that is
+    routed to ``broker`` (``DescribeConfigs`` of its own ``BROKER`` resource): that opens the connection
+    to it, the only one up, which every later any-broker request then uses. Bootstrapped at ``broker``
+    alone and asked straight away, a client answered from a random broker on a secured cluster, whose TLS
+    and SCRAM handshake outlasts the bootstrap metadata (two brokers in three). Setting up a connection is
+    given :data:`HANDSHAKE_MS`; a client that already holds one answers in milliseconds.
+    """
     pins = _PINNED.setdefault(cluster, {})
     client = pins.get(broker.id)
-    if client is not None and _answers_from(client, cluster, broker):
+    if client is not None and _answers_from(client, cluster, broker, timeout=5.0):
         return client
     pins.pop(broker.id, None)
+    setup = HANDSHAKE_MS / 1000 + 2
     for _ in range(attempts):
         client = cluster.admin_for(broker.address, warm=False, **PROBE)
-        if _answers_from(client, cluster, broker):
+        try:
+            own = ConfigResource(ConfigResource.Type.BROKER, str(broker.id))
+            client.describe_configs([own], request_timeout=setup)[own].result(timeout=setup + 1)
+        except KafkaException:
+            continue
+        if _answers_from(client, cluster, broker, timeout=setup):
             pins[broker.id] = client
             return client
     return None
 
 
-def _answers_from(client: AdminClient, cluster: ClusterLike, broker: BrokerLike) -> bool:
+def _answers_from(client: AdminClient, cluster: ClusterLike, broker: BrokerLike, timeout: float = 5.0) -> bool:
     try:
-        return origin(client.list_topics(timeout=2.0), cluster.brokers) == broker.id
+        return origin(client.list_topics(timeout=timeout), cluster.brokers) == broker.id
     except KafkaException:
         return False
 
@@ -215,7 +231,8 @@ def user_accepted(cluster: ClusterLike, settings: dict[str, Any], accepted: bool
     """
     def holds(broker: BrokerLike) -> Verdict:
         errors: list[KafkaError] = []
-        conf = {**settings, "bootstrap.servers": broker.address, **PROBE, **quiet(), "error_cb": errors.append}
+        conf = {**settings, "bootstrap.servers": broker.address, **PROBE, **quiet(), "error_cb": errors.append,
+                "allow.auto.create.topics": False}
         client = AdminClient(conf)
         auth = (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED)
         try:

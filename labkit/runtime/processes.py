@@ -36,13 +36,37 @@ T = TypeVar("T")
 STATES = ("new", "running", "paused", "stopped", "killed", "exited")
 
 
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct ports that were free a moment ago (the bind race is retried by the caller)."""
-    socks = []
+def _listening_range() -> tuple[int, int]:
+    """Ports for servers the lab starts: below the kernel's ephemeral range (``ip_local_port_range``).
+
+    A port the kernel hands out for ``bind(0)`` comes from the ephemeral range, the same range every
+    outgoing connection takes its local port from: on a busy machine (many clients connecting) one of
+    them took a broker's port before the broker bound it. Below that range only listeners live.
+    """
     try:
-        for _ in range(count):
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return (0, 0)
+    return (max(1024, low - 12000), low) if low - 12000 >= 1024 else (0, 0)
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct ports that were free a moment ago, outside the ephemeral range where there is one
+    (see :func:`_listening_range`); another process can still bind one first: the caller retries."""
+    import random
+
+    low, high = _listening_range()
+    socks: list[socket.socket] = []
+    try:
+        tries = 0
+        while len(socks) < count:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((host, 0))
+            tries += 1
+            try:
+                s.bind((host, random.randrange(low, high) if high and tries < 50 * count else 0))
+            except OSError:
+                s.close()
+                continue
             socks.append(s)
         return [s.getsockname()[1] for s in socks]
     finally:

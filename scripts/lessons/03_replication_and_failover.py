@@ -34,7 +34,7 @@ from datetime import datetime
 from pathlib import Path
 
 import labkit
-from labkit import predict
+from labkit import operations, predict
 from labkit.producing import counts_frame, produce_and_count
 from labkit.viz import compare_partition_maps, partition_map
 from labkit.waiting import Wait
@@ -236,26 +236,24 @@ new_order = [current.replicas[1], current.replicas[0], *current.replicas[2:]]
 plan = Path(tempfile.mkdtemp()) / "reorder.json"
 plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": payments, "partition": 2, "replicas": new_order}]}))
 cluster.tool("kafka-reassign-partitions", "--reassignment-json-file", str(plan), "--execute")
-
-def reordered_state():
-    state = cluster.describe_topic(payments)
-    return state if list(state[2].replicas) == new_order else None
-
-reordered = Wait("the new replica order", timeout=30).until(reordered_state)
-print(f"partition 2: replicas {list(current.replicas)} -> {list(reordered[2].replicas)}, "
-      f"leader still broker {reordered[2].leader}, preferred now broker {reordered[2].replicas[0]}")
+# A tool returns once the controller has committed the change; each broker applies it a moment later
+# (seconds on a busy machine). Read the result only when every running broker shows it:
+reordered = operations.wait_for_placement(cluster, payments, 2, replicas=new_order)
+print(f"partition 2: replicas {list(current.replicas)} -> {list(reordered.replicas)}, "
+      f"leader still broker {reordered.leader}, preferred now broker {reordered.replicas[0]}")
 """)
 nb.code("""
-print("the reorder moved no leadership:", reordered[2].leader == current.leader != reordered[2].replicas[0])
+print("the reorder moved no leadership:", reordered.leader == current.leader != reordered.replicas[0])
 """, check=True)
 nb.code("""
 print(cluster.tool("kafka-leader-election", "--election-type", "PREFERRED", "--topic", payments, "--partition", "2"))
+elected = operations.wait_for_placement(cluster, payments, 2, leader=new_order[0])   # every broker shows it
 balanced = cluster.describe_topic(payments)
 print(f"done {time.monotonic() - rebalanced_at:.0f} s after the automatic check ran "
       "(its next run is 30 s after it)")
 """)
 nb.code("""
-print("partition 2 is led by its new preferred replica:", balanced[2].leader == new_order[0])
+print("partition 2 is led by its new preferred replica:", elected.leader == balanced[2].leader == new_order[0])
 """, check=True)
 
 nb.md("""
