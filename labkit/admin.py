@@ -17,7 +17,7 @@ import html
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
@@ -203,6 +203,39 @@ def _offsets(admin: AdminClient, topic: str, partitions: list[int], spec: Offset
     return out
 
 
+#: Errors of the way to the cluster, not answers from it: librdkafka fails a request with _DESTROY_BROKER when it
+#: retires the broker handle the request was queued on (the bootstrap connection once brokers are learned; a
+#: broker that left the metadata and came back after a restart), with _TRANSPORT when the connection broke, and
+#: with _TIMED_OUT when no answer came (a controller paused or gone: a new one is elected in seconds, and the
+#: client learns it from its next metadata). The change may or may not have been made, so it is sent again: each
+#: call below is safe to repeat (an existing topic, a count already reached, a config already set are answered
+#: as such).
+_LOST_REQUEST = (KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT, KafkaError._TIMED_OUT)
+#: How long one attempt waits for its answer before it is sent again (the caller's timeout bounds them all).
+ATTEMPT_S = 15.0
+
+
+def _submitted(send: Callable[[float], dict[Any, Any]], timeout: float) -> None:
+    """Run ``send(request_timeout)`` (an AdminClient call returning futures) and wait for every future, sending
+    again while the request was lost on its way (:data:`_LOST_REQUEST`) and ``timeout`` allows; the cluster's
+    own errors are raised."""
+    import concurrent.futures
+
+    deadline = time.monotonic() + timeout
+    while True:
+        attempt = max(min(ATTEMPT_S, deadline - time.monotonic()), 1.0)
+        try:
+            for future in send(attempt).values():
+                future.result(timeout=attempt + 5)
+            return
+        except KafkaException as exc:
+            if exc.args[0].code() not in _LOST_REQUEST or time.monotonic() + 1 >= deadline:
+                raise
+        except concurrent.futures.TimeoutError:
+            if time.monotonic() + 1 >= deadline:
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"no answer within {timeout:.0f} s")) from None
+
+
 def create_topic(cluster: ClusterLike, name: str, partitions: int = 3, replication_factor: int = -1,
                  config: Optional[Mapping[str, Any]] = None, timeout: float = 60.0, exist_ok: bool = False) -> None:
     """Create a topic; return when every live broker knows it, each partition led.
@@ -213,9 +246,8 @@ def create_topic(cluster: ClusterLike, name: str, partitions: int = 3, replicati
     """
     cfg = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (config or {}).items()}
     new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=cfg)
-    futures = cluster.admin().create_topics([new], operation_timeout=timeout, request_timeout=timeout)
     try:
-        futures[name].result(timeout=timeout)
+        _submitted(lambda t: cluster.admin().create_topics([new], operation_timeout=t, request_timeout=t), timeout)
     except KafkaException as exc:
         err = exc.args[0]
         if err.name() != "TOPIC_ALREADY_EXISTS":
@@ -241,9 +273,8 @@ def _same_shape(cluster: ClusterLike, name: str, partitions: int, replication_fa
 
 def delete_topic(cluster: ClusterLike, name: str, timeout: float = 60.0) -> None:
     """Delete a topic; return when no live broker knows it any more."""
-    futures = cluster.admin().delete_topics([name], operation_timeout=timeout, request_timeout=timeout)
     try:
-        futures[name].result(timeout=timeout)
+        _submitted(lambda t: cluster.admin().delete_topics([name], operation_timeout=t, request_timeout=t), timeout)
     except KafkaException as exc:
         if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
             raise ClusterStateError(f"Could not delete topic {name!r}: {exc.args[0].str()}",
@@ -255,13 +286,15 @@ def delete_topic(cluster: ClusterLike, name: str, timeout: float = 60.0) -> None
 def add_partitions(cluster: ClusterLike, name: str, total: int, timeout: float = 60.0) -> None:
     """Grow ``name`` to ``total`` partitions (never fewer: partitions cannot be removed); return when every
     live broker's metadata has them, each led — so the next producer sees the new count wherever it asks."""
-    futures = cluster.admin().create_partitions([NewPartitions(name, total)], operation_timeout=timeout,
-                                                request_timeout=timeout)
     try:
-        futures[name].result(timeout=timeout)
+        _submitted(lambda t: cluster.admin().create_partitions([NewPartitions(name, total)], operation_timeout=t,
+                                                               request_timeout=t), timeout)
     except KafkaException as exc:
-        raise ClusterStateError(f"Could not grow {name!r} to {total} partitions: {exc.args[0].str()}",
-                                "A topic can only gain partitions: give a total above its count now.") from exc
+        found = cluster.admin().list_topics(timeout=10).topics.get(name)
+        grown = found is not None and len(found.partitions) == total  # a send that was lost on its way did it
+        if exc.args[0].code() != KafkaError.INVALID_PARTITIONS or not grown:
+            raise ClusterStateError(f"Could not grow {name!r} to {total} partitions: {exc.args[0].str()}",
+                                    "A topic can only gain partitions: give a total above its count now.") from exc
     agreement.agree(cluster, f"{name!r} with {total} partitions",
                     agreement.topic_partitions(cluster, name, count=total), timeout=timeout)
 
@@ -293,9 +326,7 @@ def alter_configs(cluster: ClusterLike, kind: str, name: str, settings: Mapping[
     """Set dynamic configs of a ``"topic"`` or a ``"broker"`` (named by its id: librdkafka cannot address the
     cluster-wide default); return when every live broker (for a broker's config: that broker) reports them."""
     resource = _resource(kind, name, settings)
-    futures = cluster.admin().incremental_alter_configs([resource], request_timeout=timeout)
-    for future in futures.values():
-        future.result(timeout=timeout)
+    _submitted(lambda t: cluster.admin().incremental_alter_configs([resource], request_timeout=t), timeout)
     wanted = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in settings.items()}
     if kind == "topic":
         agreement.agree(cluster, f"{name!r} configured", agreement.topic_configs(cluster, name, dict(wanted)),
@@ -318,8 +349,7 @@ def describe_configs(admin: AdminClient, kind: str, name: str, timeout: float = 
 
 def create_acls(cluster: ClusterLike, bindings: list[Any], timeout: float = 60.0) -> None:
     """Add ACL bindings (``confluent_kafka.admin.AclBinding``); return when every live broker's authorizer has them."""
-    for future in cluster.admin().create_acls(list(bindings), request_timeout=15).values():
-        future.result(timeout=timeout)
+    _submitted(lambda t: cluster.admin().create_acls(list(bindings), request_timeout=t), timeout)
     filters = [exact_filter(b) for b in bindings]
     agreement.agree(cluster, f"{len(filters)} ACL(s) granted", agreement.acls_present(cluster, filters),
                     timeout=timeout)

@@ -189,7 +189,8 @@ class Scenario:
 class Run:
     """The learner's application on fresh topics of the grader's cluster; stopped (and its topics kept) on exit."""
 
-    def __init__(self, ns: Any, scenario: Scenario, partitions: int = 3) -> None:
+    def __init__(self, ns: Any, scenario: Scenario, partitions: int = 3,
+                 overrides: Optional[dict[str, Any]] = None) -> None:
         from labkit.services import streams
 
         self.ns, self.scenario, self.cluster = ns, scenario, ns.cluster
@@ -206,8 +207,10 @@ class Run:
         assert isinstance(code, str) and code.strip(), "TOPOLOGY must be the Java code of your topology, as a string"
         assert isinstance(settings, dict), "SETTINGS must be a dict of Kafka Streams settings"
         try:
-            self.app = streams.app(self.cluster, code, name=unique("revenue-app"), config=settings,
-                                   params={"orders": self.orders, "customers": self.customers, "revenue": self.revenue})
+            # overrides: the grader's own settings for one check, over the learner's (a correct application is
+            # correct with any of them)
+            self.app = streams.app(self.cluster, code, name=unique("revenue-app"),
+                                   config={**settings, **(overrides or {})}, params={"orders": self.orders, "customers": self.customers, "revenue": self.revenue})
         except streams.StreamsCompileError as error:
             raise AssertionError(str(error).split("\n", 1)[1].rsplit("\n", 1)[0]) from None
         except streams.StreamsAppError as error:
@@ -315,6 +318,42 @@ def parse(key: Optional[str], value: Optional[bytes]) -> tuple[str, int, float]:
     return doc["region"], int(start.timestamp() * 1000), float(doc["revenue"])
 
 
+def committed(run: Run) -> tuple:
+    """The application's committed offsets on every topic it reads (its commits, seen from outside)."""
+    from labkit.services import streamsgroup
+
+    return tuple(streamsgroup.lag(run.app)["committed"])
+
+
+def kill_between_commits(run: Run, timeout: float = 30.0) -> None:
+    """SIGKILL the application's instance right after it wrote an update that no commit has covered yet.
+
+    With a long ``commit.interval.ms`` (the caller's), an update that a read_uncommitted reader has just seen,
+    with the committed offsets the same before and after it, comes from records processed since the last
+    commit: the restarted instance processes them again. Under exactly-once the update was in the open
+    transaction, aborted by the crash; written any other way it is written twice. A random moment instead
+    often fell between a commit and the next order on a busy machine, and a cheat went unseen.
+    """
+    from confluent_kafka import OFFSET_END, TopicPartition
+
+    watcher = run.cluster.consumer(unique("crash-watch"), isolation_level="read_uncommitted")
+    watcher.assign([TopicPartition(run.revenue, 0, OFFSET_END)])
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            before = committed(run)
+            message = watcher.poll(1.0)
+            if message is None or message.error() is not None:
+                continue
+            if committed(run) == before:
+                run.app.instances[0].kill()
+                return
+        raise AssertionError(f"the application wrote no update between two commits within {timeout:.0f} s while "
+                             "orders kept coming")
+    finally:
+        watcher.close()
+
+
 def feed(run: Run, orders: list[Order], seconds: float) -> threading.Thread:
     """Send ``orders`` in the background, spread over about ``seconds``."""
     def send() -> None:
@@ -328,4 +367,4 @@ def feed(run: Run, orders: list[Order], seconds: float) -> threading.Thread:
     return thread
 
 
-__all__ = ["Order", "Round", "Run", "Scenario", "feed"]
+__all__ = ["Order", "Round", "Run", "Scenario", "committed", "feed", "kill_between_commits"]

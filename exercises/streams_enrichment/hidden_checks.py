@@ -44,12 +44,13 @@ def exact_after_a_crash(ns):
     orders = [checks.Order(f"o-{i:06d}", rng.choice(customers), rng.randint(1, 99), start + rng.randrange(50_000))
               for i in range(2400)]
     scenario.rounds[0].orders = orders
-    with checks.Run(ns, scenario) as run:
+    # commits 10 s apart, so the crash can land where processed orders are not committed yet (kill_between_commits)
+    with checks.Run(ns, scenario, overrides={"commit.interval.ms": 10_000}) as run:
         run.caught_up()
         sending = checks.feed(run, orders, seconds=6.0)
-        time.sleep(rng.uniform(1.5, 4.0))
+        time.sleep(rng.uniform(0.5, 2.0))
+        checks.kill_between_commits(run)
         instance = run.app.instances[0]
-        instance.kill()
         instance.start(wait=False)
         sending.join(60)
         run.caught_up(120)

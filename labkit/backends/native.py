@@ -320,9 +320,12 @@ class NativeCluster(Topology, OwnedCluster[NativeNode]):
                                            "Check the broker settings; the formatter's output is below.",
                                            broker_id=node.broker.id, log_path=node.stdout_path,
                                            log_tail=out.strip()) from None
-                text = tail(node.log_path, 30) + "\n" + out
-                # the bind failure can sit above the last lines (the metrics agent prints a long stack trace)
-                everything = tail(node.log_path, 400) + tail(node.stdout_path, 400)
+                # the cause sits above the last lines when the broker shut itself down in order (a long stack
+                # trace of the metrics agent, or a page of shutdown lines): its ERROR and FATAL lines come first
+                everything = tail(node.log_path, 2000) + "\n" + tail(node.stdout_path, 400)
+                causes = [line for line in everything.splitlines() if " ERROR " in line or " FATAL " in line][:6]
+                text = "\n".join([*causes, "...", tail(node.log_path, 20), out] if causes else
+                                  [tail(node.log_path, 30), out])
                 kind = PortInUseError if any(s in everything for s in _BIND_FAILURES) else BrokerStartError
                 raise kind(f"Broker {node.broker.id} exited during start-up (exit code {node.process.returncode}).",
                            "Its log's last lines are below.",

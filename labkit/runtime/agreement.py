@@ -24,6 +24,7 @@ How one broker is asked, with librdkafka:
 
 from __future__ import annotations
 
+import time
 import weakref
 from typing import Any, Callable, Iterable, Optional
 
@@ -74,18 +75,32 @@ def pinned_admin(cluster: ClusterLike, broker: BrokerLike, attempts: int = 4) ->
     if client is not None and _answers_from(client, cluster, broker, timeout=5.0):
         return client
     pins.pop(broker.id, None)
-    setup = HANDSHAKE_MS / 1000 + 2
+    deadline = time.monotonic() + HANDSHAKE_MS / 1000 + 4  # all attempts together: a paused broker never answers
     for _ in range(attempts):
+        setup = deadline - time.monotonic()
+        if setup <= 0.5:
+            break
         client = cluster.admin_for(broker.address, warm=False, **PROBE)
         try:
             own = ConfigResource(ConfigResource.Type.BROKER, str(broker.id))
             client.describe_configs([own], request_timeout=setup)[own].result(timeout=setup + 1)
         except KafkaException:
             continue
-        if _answers_from(client, cluster, broker, timeout=setup):
+        if _answers_from(client, cluster, broker, timeout=max(deadline - time.monotonic(), 2.0)):
             pins[broker.id] = client
             return client
     return None
+
+
+_PROBES: "weakref.WeakKeyDictionary[Any, AdminClient]" = weakref.WeakKeyDictionary()
+
+
+def _probe_client(cluster: ClusterLike) -> AdminClient:
+    """One client per cluster for requests librdkafka routes by themselves, with the probes' settings."""
+    client = _PROBES.get(cluster)
+    if client is None:
+        client = _PROBES[cluster] = cluster.admin_for(warm=False, **PROBE)
+    return client
 
 
 def _answers_from(client: AdminClient, cluster: ClusterLike, broker: BrokerLike, timeout: float = 5.0) -> bool:
@@ -109,8 +124,12 @@ def broker_metadata(cluster: ClusterLike, broker: BrokerLike, topic: Optional[st
 
 def routed_configs(cluster: ClusterLike, broker: BrokerLike, resources: list[ConfigResource],
                    timeout: float = 3.0) -> dict[str, Any]:
-    """``resources`` (topics) described by ``broker`` itself: name -> {config: value}, or the KafkaError it gave."""
-    client = pinned_admin(cluster, broker) or cluster.admin()
+    """``resources`` (topics) described by ``broker`` itself: name -> {config: value}, or the KafkaError it gave.
+
+    librdkafka sends the request to ``broker`` whatever client sends it (the BROKER resource decides), so one
+    probe client per cluster serves every broker; a paused broker costs this call its ``timeout``, no more.
+    """
+    client = _probe_client(cluster)
     request = [ConfigResource(ConfigResource.Type.BROKER, str(broker.id)), *resources]
     out: dict[str, Any] = {}
     try:
