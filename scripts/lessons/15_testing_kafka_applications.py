@@ -431,7 +431,15 @@ def stored(kafka_cluster, *topics):
 
 def start(kafka_cluster, topics, idle=2):
     group = f"router-{topics[0]}"   # the group and the transactional id: the same for every instance of one router
-    return subprocess.Popen([sys.executable, ROUTER, kafka_cluster.bootstrap_servers, *topics, group, str(idle)])
+    log = open(Path(ROUTER).with_name(f"{group}.log"), "ab")   # what the router said, for a failure's evidence
+    return subprocess.Popen([sys.executable, ROUTER, kafka_cluster.bootstrap_servers, *topics, group, str(idle)],
+                            stdout=log, stderr=subprocess.STDOUT)
+
+
+def said(router):
+    # the last lines the router printed (librdkafka's complaints, a traceback), for a wait that ran out
+    log = Path(ROUTER).with_name(f"{router.args[6]}.log")
+    return "".join(log.read_text(errors="replace").splitlines(keepends=True)[-15:]) if log.exists() else ""
 
 
 def exactly_once(kafka_cluster, sent, topics, record_property):
@@ -451,7 +459,13 @@ def test_killed_mid_batch_and_restarted_every_order_once(kafka_cluster, kafka_to
     Wait("the first transactions", timeout=60, interval=0.05).until(lambda: stored(kafka_cluster, *topics[1:]) >= 300)
     first.send_signal(signal.SIGKILL)
     first.wait()
-    assert start(kafka_cluster, topics).wait(timeout=120) == 0
+    second = start(kafka_cluster, topics)
+    try:
+        code = second.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        second.kill()
+        raise AssertionError(f"the restarted router did not finish in 120 s: {said(second)}") from None
+    assert code == 0, f"the restarted router failed: {said(second)}"
     exactly_once(kafka_cluster, sent, topics, record_property)
 
 
@@ -465,9 +479,9 @@ def test_a_leader_killed_mid_run_loses_and_duplicates_nothing(kafka_cluster, kaf
             lambda: stored(kafka_cluster, *topics[1:]) >= 300)
         record_property("killed_broker", kafka_faults.kill_leader(topics[1], partition=0))
         # the router waits out the failover; the test waits for what it must see, not for the router to go idle
-        Wait("every order routed", timeout=180, interval=1).until(
+        Wait("every order routed", timeout=180, interval=1, evidence=lambda: said(router)).until(
             lambda: len(set(routed(kafka_cluster, *topics[1:]))) >= len(sent) or router.poll() is not None)
-        assert router.poll() is None, f"the router died (exit code {router.returncode})"
+        assert router.poll() is None, f"the router died (exit code {router.returncode}): {said(router)}"
     finally:
         router.kill()
         router.wait()
