@@ -13,13 +13,14 @@ How one broker is asked, with librdkafka:
 
 * :func:`routed_configs` — ``DescribeConfigs`` with a ``BROKER`` resource is sent to
   that broker, with every other resource of the request (librdkafka's
-  single-broker-id rule): a topic's configs as broker N has them, or
-  ``UNKNOWN_TOPIC_OR_PART`` while N does not know the topic.
+  single-broker-id rule), whichever client sends it: one probe client per cluster
+  asks a topic's configs as broker N has them, or gets ``UNKNOWN_TOPIC_OR_PART``
+  while N does not know the topic.
 * :func:`pinned_admin` — a client whose "any broker" requests (Metadata,
   DescribeAcls, ...) all go to broker N: librdkafka keeps one connection for them
-  (sparse connections) and a fresh client's first learned broker is random, so
-  clients are made until one's metadata says it came from N
-  (``orig_broker_id``), and the pin is checked again before each use.
+  (sparse connections), so a fresh client first sends a request routed to N (its
+  own ``BROKER`` configs), which makes N's the only connection up; the pin is
+  checked (``orig_broker_id``) when made and again before each use.
 """
 
 from __future__ import annotations
