@@ -290,9 +290,11 @@ def add_partitions(cluster: ClusterLike, name: str, total: int, timeout: float =
         _submitted(lambda t: cluster.admin().create_partitions([NewPartitions(name, total)], operation_timeout=t,
                                                                request_timeout=t), timeout)
     except KafkaException as exc:
-        found = cluster.admin().list_topics(timeout=10).topics.get(name)
-        grown = found is not None and len(found.partitions) == total  # a send that was lost on its way did it
-        if exc.args[0].code() != KafkaError.INVALID_PARTITIONS or not grown:
+        def grown() -> bool:  # a send that was lost on its way did it
+            found = cluster.admin().list_topics(timeout=10).topics.get(name)
+            return found is not None and len(found.partitions) == total
+
+        if exc.args[0].code() != KafkaError.INVALID_PARTITIONS or not grown():
             raise ClusterStateError(f"Could not grow {name!r} to {total} partitions: {exc.args[0].str()}",
                                     "A topic can only gain partitions: give a total above its count now.") from exc
     agreement.agree(cluster, f"{name!r} with {total} partitions",

@@ -340,14 +340,14 @@ def kill_between_commits(run: Run, timeout: float = 30.0) -> None:
     watcher.assign([TopicPartition(run.revenue, 0, OFFSET_END)])
     deadline = time.monotonic() + timeout
     try:
+        before = committed(run)
         while time.monotonic() < deadline:
-            before = committed(run)
             message = watcher.poll(1.0)
-            if message is None or message.error() is not None:
-                continue
-            if committed(run) == before:
+            after = committed(run)  # read once per update: it is the next update's "before"
+            if message is not None and message.error() is None and after == before:
                 run.app.instances[0].kill()
                 return
+            before = after
         raise AssertionError(f"the application wrote no update between two commits within {timeout:.0f} s while "
                              "orders kept coming")
     finally:
