@@ -215,17 +215,24 @@ _LOST_REQUEST = (KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT, KafkaError._
 ATTEMPT_S = 15.0
 
 
-def _submitted(send: Callable[[float], dict[Any, Any]], timeout: float) -> None:
-    """Run ``send(request_timeout)`` (an AdminClient call returning futures) and wait for every future, sending
-    again while the request was lost on its way (:data:`_LOST_REQUEST`) and ``timeout`` allows; the cluster's
-    own errors are raised."""
+def _submitted(cluster: ClusterLike, send: Callable[[AdminClient, float], dict[Any, Any]], timeout: float) -> None:
+    """Run ``send(admin, request_timeout)`` (an AdminClient call returning futures) and wait for every future,
+    sending again while the request was lost on its way (:data:`_LOST_REQUEST`) and ``timeout`` allows; the
+    cluster's own errors are raised.
+
+    The first attempt goes through the cluster's shared client, every later one through a new client: librdkafka
+    sends a change to the broker its last metadata named controller (in KRaft, any live broker, which forwards
+    it), and a broker that stopped answering keeps its connection up -- the old client asks it for metadata too,
+    so it would stay named and every attempt would go to it (seen: a create with a broker paused timed out four
+    times in a row). A new client's metadata comes from a broker that answers."""
     import concurrent.futures
 
     deadline = time.monotonic() + timeout
+    client = cluster.admin()
     while True:
         attempt = max(min(ATTEMPT_S, deadline - time.monotonic()), 1.0)
         try:
-            for future in send(attempt).values():
+            for future in send(client, attempt).values():
                 future.result(timeout=attempt + 5)
             return
         except KafkaException as exc:
@@ -234,6 +241,7 @@ def _submitted(send: Callable[[float], dict[Any, Any]], timeout: float) -> None:
         except concurrent.futures.TimeoutError:
             if time.monotonic() + 1 >= deadline:
                 raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"no answer within {timeout:.0f} s")) from None
+        client = cluster.admin_for()
 
 
 def create_topic(cluster: ClusterLike, name: str, partitions: int = 3, replication_factor: int = -1,
@@ -247,7 +255,7 @@ def create_topic(cluster: ClusterLike, name: str, partitions: int = 3, replicati
     cfg = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (config or {}).items()}
     new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=cfg)
     try:
-        _submitted(lambda t: cluster.admin().create_topics([new], operation_timeout=t, request_timeout=t), timeout)
+        _submitted(cluster, lambda admin, t: admin.create_topics([new], operation_timeout=t, request_timeout=t), timeout)
     except KafkaException as exc:
         err = exc.args[0]
         if err.name() != "TOPIC_ALREADY_EXISTS":
@@ -274,7 +282,7 @@ def _same_shape(cluster: ClusterLike, name: str, partitions: int, replication_fa
 def delete_topic(cluster: ClusterLike, name: str, timeout: float = 60.0) -> None:
     """Delete a topic; return when no live broker knows it any more."""
     try:
-        _submitted(lambda t: cluster.admin().delete_topics([name], operation_timeout=t, request_timeout=t), timeout)
+        _submitted(cluster, lambda admin, t: admin.delete_topics([name], operation_timeout=t, request_timeout=t), timeout)
     except KafkaException as exc:
         if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
             raise ClusterStateError(f"Could not delete topic {name!r}: {exc.args[0].str()}",
@@ -287,7 +295,7 @@ def add_partitions(cluster: ClusterLike, name: str, total: int, timeout: float =
     """Grow ``name`` to ``total`` partitions (never fewer: partitions cannot be removed); return when every
     live broker's metadata has them, each led — so the next producer sees the new count wherever it asks."""
     try:
-        _submitted(lambda t: cluster.admin().create_partitions([NewPartitions(name, total)], operation_timeout=t,
+        _submitted(cluster, lambda admin, t: admin.create_partitions([NewPartitions(name, total)], operation_timeout=t,
                                                                request_timeout=t), timeout)
     except KafkaException as exc:
         def grown() -> bool:  # a send that was lost on its way did it
@@ -328,7 +336,7 @@ def alter_configs(cluster: ClusterLike, kind: str, name: str, settings: Mapping[
     """Set dynamic configs of a ``"topic"`` or a ``"broker"`` (named by its id: librdkafka cannot address the
     cluster-wide default); return when every live broker (for a broker's config: that broker) reports them."""
     resource = _resource(kind, name, settings)
-    _submitted(lambda t: cluster.admin().incremental_alter_configs([resource], request_timeout=t), timeout)
+    _submitted(cluster, lambda admin, t: admin.incremental_alter_configs([resource], request_timeout=t), timeout)
     wanted = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in settings.items()}
     if kind == "topic":
         agreement.agree(cluster, f"{name!r} configured", agreement.topic_configs(cluster, name, dict(wanted)),
@@ -351,7 +359,7 @@ def describe_configs(admin: AdminClient, kind: str, name: str, timeout: float = 
 
 def create_acls(cluster: ClusterLike, bindings: list[Any], timeout: float = 60.0) -> None:
     """Add ACL bindings (``confluent_kafka.admin.AclBinding``); return when every live broker's authorizer has them."""
-    _submitted(lambda t: cluster.admin().create_acls(list(bindings), request_timeout=t), timeout)
+    _submitted(cluster, lambda admin, t: admin.create_acls(list(bindings), request_timeout=t), timeout)
     filters = [exact_filter(b) for b in bindings]
     agreement.agree(cluster, f"{len(filters)} ACL(s) granted", agreement.acls_present(cluster, filters),
                     timeout=timeout)

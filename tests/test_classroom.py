@@ -19,6 +19,7 @@ from labkit import predict
 from labkit.app import classroom, hub
 from labkit.errors import ClassroomError, LimitError
 from labkit.runtime import classlink, limits
+from labkit.runtime.librdkafka import quiet
 
 CONFIG = Path(__file__).resolve().parents[1] / "environments" / "classroom" / "classroom.toml"
 
@@ -177,7 +178,7 @@ def test_each_learner_may_write_only_their_own_answers_and_the_trainer_reads_all
 
     # ana forging an answer for ben: the broker refuses; so does a topic of her own choosing
     refused = []
-    producer = Producer({**ana.client_config(), "message.timeout.ms": 8000})
+    producer = Producer({**ana.client_config(), **quiet(), "message.timeout.ms": 8000})
     for topic in (ben.topic, classlink.PREFIX + "ana-2"):
         producer.produce(topic, json.dumps({"kind": "prediction", "key": "02.moved", "value": "none"}).encode(),
                          on_delivery=lambda err, msg: refused.append(err.name() if err else None))

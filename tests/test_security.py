@@ -203,18 +203,21 @@ def test_add_user_rotates_a_password_without_closing_connections(secured, unique
     grant(secured, AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:dave", "*",
                               AclOperation.WRITE, AclPermissionType.ALLOW))
     old = secured.client_config(user="dave")
-    connected = Producer({**quiet(), **old, "message.timeout.ms": 5000})
+    # 30 s for a delivery: the first one opens the connection, a TLS and SCRAM handshake that a loaded machine
+    # stretches past seconds (5 s was not enough at load 20)
+    connected = Producer({**quiet(), **old, "message.timeout.ms": 30_000})
     errors = []
     connected.produce(topic, value=b"1", partition=0, on_delivery=lambda err, msg: errors.append(err))
-    connected.flush(10)
+    connected.flush(35)
+    assert errors == [None], f"the first record, with the first password, was not delivered: {errors}"
     secured.add_user("dave", "two")
     assert secured.users["dave"] == "two"
     # the change reaches every broker through the metadata log (milliseconds; a loaded machine: longer)
     Wait("the old password to be refused", timeout=20).until(lambda: security.try_connect(old).error == "_AUTHENTICATION")
     assert security.try_connect(secured.client_config(user="dave")).ok
     connected.produce(topic, value=b"2", partition=0, on_delivery=lambda err, msg: errors.append(err))
-    connected.flush(10)
-    assert errors == [None, None], "an open connection outlives a password change"
+    connected.flush(35)
+    assert errors == [None, None], f"an open connection outlives a password change: {errors}"
     for future in secured.admin().alter_user_scram_credentials(
             [UserScramCredentialDeletion("dave", ScramMechanism.SCRAM_SHA_512)]).values():
         future.result()

@@ -201,7 +201,9 @@ def drill(ns: Any, rng: random.Random, topics: list[tuple[str, int, int]], throt
     cluster = ns.cluster
     names = lay_out(cluster, rng, topics)
     ids_before = topic_ids(cluster, names)
-    traffic = Traffic(cluster, names[0], rate=100).start()
+    # allow_auto_create_topics off: a topic the learner's code deletes stays deleted (the brokers auto-create
+    # topics, and a producer asking for the deleted topic's metadata would bring it back within a second)
+    traffic = Traffic(cluster, names[0], rate=100, allow_auto_create_topics=False).start()
     # Records flowing both ways before the drain starts: the group's __consumer_offsets exists (on broker 4 too).
     Wait("the drill's producer and consumer to be running", timeout=60, interval=0.2).until(
         lambda: traffic.acked > 0 and traffic.consumed > 0)

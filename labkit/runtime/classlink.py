@@ -91,7 +91,9 @@ def _get_producer(login: ClassLink) -> Any:
     if _producer is None or _producer_for != login:
         # acks=all: an answer is either on the class cluster or reported as not sent; 5 s, then the learner
         # is told (a class cluster that is down must not keep a lesson's cell waiting).
-        _producer = Producer({**login.client_config(), "acks": "all", "linger.ms": 0,
+        # quiet(): the producer lives as long as the kernel; a class cluster that stops must not fill cells (or a
+        # test run's terminal) with librdkafka's reconnection complaints
+        _producer = Producer({**login.client_config(), "acks": "all", "linger.ms": 0, **quiet(),
                               "message.timeout.ms": 5000, "socket.connection.setup.timeout.ms": HANDSHAKE_MS})
         _producer_for = login
     return _producer
@@ -175,7 +177,7 @@ class EventReader:
         from confluent_kafka import Consumer
 
         self.login, self.rescan = login, rescan
-        self._consumer = Consumer({**login.client_config(), "enable.auto.commit": False,
+        self._consumer = Consumer({**login.client_config(), **quiet(), "enable.auto.commit": False,
                                    "group.id": f"{GROUP_PREFIX}{login.user}.{uuid.uuid4().hex[:8]}",
                                    "enable.partition.eof": False})
         self._topics: set[str] = set()
