@@ -295,8 +295,8 @@ def add_partitions(cluster: ClusterLike, name: str, total: int, timeout: float =
     """Grow ``name`` to ``total`` partitions (never fewer: partitions cannot be removed); return when every
     live broker's metadata has them, each led — so the next producer sees the new count wherever it asks."""
     try:
-        _submitted(cluster, lambda admin, t: admin.create_partitions([NewPartitions(name, total)], operation_timeout=t,
-                                                               request_timeout=t), timeout)
+        _submitted(cluster, lambda admin, t: admin.create_partitions([NewPartitions(name, total)],
+                                                                     operation_timeout=t, request_timeout=t), timeout)
     except KafkaException as exc:
         def grown() -> bool:  # a send that was lost on its way did it
             found = cluster.admin().list_topics(timeout=10).topics.get(name)
