@@ -8,11 +8,12 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 # make test runs the tiers (unit, integration, notebook, browser: see the README) over JOBS pytest workers;
-# most of a lesson's or a grading's time is waiting on a real cluster (a grading: 8 CPU-s in 34 s): with 4
-# workers the 2 cores were 85 % busy (2026-11-27: 2,936 CPU-s in 28:49), a fifth worker fills the rest.
+# most of a lesson's or a grading's time is waiting on a real cluster (a grading: 8 CPU-s in 34 s); with 4
+# workers the 2 cores were 85 % busy (2026-11-27: 2,936 CPU-s in a 28:49 pytest run). A fifth worker did not
+# help: the same CPU-seconds, every test slower (8,347 worker-seconds instead of 6,853), 28:14.
 # loadgroup: tests sharing a costly fixture (the session cluster, a module's secured cluster, JupyterLab) run in one
 # worker, the rest one at a time, longest first (tests/conftest.py).
-JOBS ?= 5
+JOBS ?= 4
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -326,8 +326,6 @@ def applicable_acls(cluster, principals: set[str], resources: dict[str, set[str]
 
 def run_scenario(ns, names: Names) -> Outcome:
     """Create the resources, let the learner secure them, then act as each application and as an outsider."""
-    from confluent_kafka import Producer
-
     cluster = ns.cluster
     suffix = uuid.uuid4().hex[:6]
     unrelated_topic, unrelated_group = names.others(suffix)
@@ -335,7 +333,7 @@ def run_scenario(ns, names: Names) -> Outcome:
     out = Outcome(names)
     creds = credentials_of(ns, names)
     out.users = {role: c["username"] for role, c in creds.items()}
-    seed = Producer(cluster.client_config())  # the neighbours: other people's topics, with records to steal
+    seed = cluster.producer()  # the neighbours: other people's topics, with records to steal
     for topic in (names.sibling_topic, unrelated_topic):
         cluster.create_topic(topic, partitions=3)
         seed.produce(topic, value=b"someone else's record")

@@ -590,8 +590,16 @@ reader.assign([TopicPartition(logs, 0, 0)])
 first_record = Wait("offset 0", timeout=30, interval=0).until(
     lambda: (lambda m: m if m is not None and not m.error() else None)(reader.poll(1.0)))
 reader.close()
-fetched = tiered.metrics(match="remotefetchbytes_total")
-remote_bytes = fetched[fetched.labels == f"topic={logs}"].value.sum()
+
+
+def remote_fetched():
+    fetched = tiered.metrics(match="remotefetchbytes_total")
+    return fetched[fetched.labels == f"topic={logs}"].value.sum()
+
+
+# the broker counts a remote read when its reader thread has finished it, a moment after the record is served
+remote_bytes = Wait("the broker's count of bytes read from the remote tier", timeout=30, interval=0.5).until(
+    remote_fetched)
 print(f"offset {first_record.offset()} read back; the broker fetched {remote_bytes / 1e6:.1f} MB from the remote tier")
 """)
 nb.code("""
