@@ -123,7 +123,8 @@ def test_start_broker_right_after_a_kill_returns_once_the_new_process_serves(fre
     c = fresh_cluster
     victim = c.brokers[1]
     c.kill_broker(victim.id)
-    assert victim.id in c.live_broker_ids(), "still listed right after the kill (the case this test is about)"
+    # Usually it is still listed here (the case this test is about); on a loaded machine its 4-s session may have
+    # run out already (seen at load 30) -- either way start_broker must return only once the new process serves.
     c.start_broker(victim.id)
     direct = admin.make_admin(victim.address)
     assert direct.list_topics(timeout=2).brokers, "the restarted broker answers on its own address at once"
