@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import ConfigResource
 
-from labkit import admin
+from labkit import admin, operations
 from labkit.errors import ClusterStateError, WaitTimeout
 from labkit.runtime import agreement
 
@@ -123,10 +123,15 @@ def _every_broker_knows(cluster, topic):
 def test_routed_configs_reach_the_broker_asked_and_a_paused_broker_holds_nothing_up(fresh_cluster, unique):
     """DescribeConfigs with a BROKER resource goes to that broker with the topic beside it: a paused broker
     leaves exactly that request unanswered while the others answer. A change made while it is paused returns
-    (it cannot answer) and the broker learns it when it resumes."""
+    (it cannot answer) and the broker learns it when it resumes.
+
+    The broker paused is the quorum's leader, the worst case: every broker forwards the create to the controller
+    it knows, so the request waits out the lab's controller.socket.timeout.ms (5 s; Kafka's 30 s made this
+    create take 45 s or fail at 60) and goes again to the leader elected meanwhile."""
     cluster = fresh_cluster
     topic = cluster.create_topic(unique("routed"), partitions=1)
-    victim = cluster.brokers[-1]
+    leader = operations.quorum(cluster, replication=False).leader
+    victim = next(b for b in cluster.brokers if b.id == leader)
     cluster.pause_broker(victim.id)
     try:
         for broker in cluster.brokers:
