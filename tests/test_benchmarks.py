@@ -36,7 +36,9 @@ def test_cluster_start_benchmark_reports_every_measurement(tmp_path: Path):
     run = report["profiles"]["single-broker"]["runs"][0]
     assert 0 < run["ready_s"] <= run["first_ack_s"] < 120
     assert 50 < run["rss_mb_max"] < 4096, "the sampler saw the broker JVM"
-    assert set(report["profiles"]["single-broker"]["summary"]) >= {"ready_s", "first_ack_s", "rss_mb_max"}
+    assert 30 < run["pss_mb_cluster"] <= run["rss_mb_max"] + 1, "PSS counts shared pages once: never above RSS"
+    assert set(report["profiles"]["single-broker"]["summary"]) >= {"ready_s", "first_ack_s", "rss_mb_max",
+                                                                   "pss_mb_cluster"}
 
 
 @pytest.mark.integration

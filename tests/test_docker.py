@@ -124,7 +124,8 @@ def test_profile_settings_and_overrides_reach_every_node():
         assert props["auto.create.topics.enable"] == "true"
         assert props["node.id"] == str(node_id)
         assert props["advertised.listeners"].endswith(f"EXTERNAL://127.0.0.1:{42000 + node_id}")
-    assert cluster.environment(1, 1)["KAFKA_HEAP_OPTS"] == "-Xms{0} -Xmx{0}".format(labkit.runtime.environment.kafka_spec().heap)
+    spec = labkit.runtime.environment.kafka_spec()
+    assert cluster.environment(1, 1)["KAFKA_HEAP_OPTS"] == f"-Xms{spec.heap_start} -Xmx{spec.heap}"
 
 
 def test_five_brokers_profile_has_three_controllers():

@@ -83,7 +83,7 @@ def quorum_voters(controllers: int) -> str:
 
 
 def node_environment(node_id: int, n_nodes: int, host_port: int, settings: Mapping[str, Any], cluster_id: str,
-                     *, controllers: Optional[int] = None, heap: Optional[str] = None,
+                     *, controllers: Optional[int] = None, heap: Optional[str] = None, heap_start: Optional[str] = None,
                      jvm_options: Sequence[str] = ()) -> dict[str, str]:
     """Every environment variable one node's container gets.
 
@@ -91,7 +91,8 @@ def node_environment(node_id: int, n_nodes: int, host_port: int, settings: Mappi
     nodes; any others are broker-only. ``settings`` (lab defaults, profile,
     overrides) become ``KAFKA_*`` variables; the settings labkit manages
     (ids, roles, listeners, quorum, ``log.dirs``) always win over them.
-    ``heap`` (e.g. ``"320m"``) and ``jvm_options`` size the broker JVM.
+    ``heap`` (e.g. ``"320m"``; ``heap_start``: what it starts at, default ``heap``) and ``jvm_options`` size the
+    broker JVM.
     """
     controllers = n_nodes if controllers is None else controllers
     if not 1 <= node_id <= n_nodes or not 1 <= controllers <= n_nodes:
@@ -114,7 +115,7 @@ def node_environment(node_id: int, n_nodes: int, host_port: int, settings: Mappi
     env.update({env_name(k): render_value(v) for k, v in managed.items()})
     env["CLUSTER_ID"] = cluster_id
     if heap:
-        env["KAFKA_HEAP_OPTS"] = f"-Xms{heap} -Xmx{heap}"
+        env["KAFKA_HEAP_OPTS"] = f"-Xms{heap_start or heap} -Xmx{heap}"
     if jvm_options:
         env["KAFKA_JVM_PERFORMANCE_OPTS"] = " ".join(jvm_options)
     return env
@@ -271,7 +272,8 @@ class DockerCluster(OwnedCluster[DockerNode]):
         """The container environment of node ``node_id`` when published on ``host_port``."""
         spec = kafka_spec()
         return node_environment(node_id, self._profile.brokers, host_port, self.settings, self.cluster_id,
-                                controllers=self._profile.controllers, heap=spec.heap, jvm_options=spec.jvm_options)
+                                controllers=self._profile.controllers, heap=spec.heap, heap_start=spec.heap_start,
+                                jvm_options=spec.jvm_options)
 
     def container_name(self, broker_id: int) -> str:
         """The Docker container of a broker (for ``docker logs``, ``docker exec``)."""

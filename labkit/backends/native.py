@@ -290,7 +290,8 @@ class NativeCluster(Topology, OwnedCluster[NativeNode]):
                 args_file.touch(mode=0o600)
                 args_file.write_text("\n".join(self._format_arguments(node)) + "\n")
                 args = ["--format", str(args_file), properties]
-        return self._java_command(main, *args, heap=spec.heap, options=(*spec.jvm_options, *agent),
+        return self._java_command(main, *args, heap=spec.heap, heap_start=spec.heap_start,
+                                  options=(*spec.jvm_options, *agent),
                                   log4j=spec.log4j_config,
                                   logs_dir=node.dir / "logs", classpath=classpath, sharing=sharing)
 
@@ -401,9 +402,9 @@ class NativeCluster(Topology, OwnedCluster[NativeNode]):
 
     def _java_command(self, main_class: str, *args: str, heap: str, options: tuple[str, ...],
                       log4j: Path, logs_dir: Optional[Path] = None, classpath: Optional[str] = None,
-                      sharing: Sequence[str] = ()) -> list[str]:
+                      sharing: Sequence[str] = (), heap_start: str = "") -> list[str]:
         assert self.distribution is not None
-        cmd = [str(find_java().executable), f"-Xms{heap}", f"-Xmx{heap}", *options, *sharing,
+        cmd = [str(find_java().executable), f"-Xms{heap_start or heap}", f"-Xmx{heap}", *options, *sharing,
                f"-Dlabkit.cluster={self.data_dir}", f"-Dlog4j2.configurationFile={log4j}"]
         if logs_dir is not None:
             cmd.append(f"-Dkafka.logs.dir={logs_dir}")

@@ -166,7 +166,7 @@ def broker_setup(dist: Distribution) -> tuple[Optional[Path], str, Path]:
     launcher = launcher_jar(dist)
     cp = classpath(dist, launcher)
     spec = kafka_spec()
-    return launcher, cp, archive_path(dist, "broker", cp, [spec.heap, *spec.jvm_options])
+    return launcher, cp, archive_path(dist, "broker", cp, [spec.heap, spec.heap_start, *spec.jvm_options])
 
 
 def tool_setup(dist: Distribution) -> tuple[str, Path]:
@@ -226,7 +226,7 @@ def build_archives(dist: Distribution, record: Recorder, force: bool = False) ->
             fresh_tool = Path(tmp) / tool_archive.name
             record(fresh_broker if broker_archive in todo else None, fresh_tool if tool_archive in todo else None)
             spec = kafka_spec()
-            checks = ((fresh_broker, broker_archive, broker_cp, [f"-Xmx{spec.heap}", *spec.jvm_options],
+            checks = ((fresh_broker, broker_archive, broker_cp, [f"-Xms{spec.heap_start}", f"-Xmx{spec.heap}", *spec.jvm_options],
                        (LAUNCHER_MAIN, "--check")),
                       (fresh_tool, tool_archive, tool_cp, [f"-Xmx{spec.tool_heap}", *spec.tool_options],
                        ("kafka.tools.StorageTool", "random-uuid")))

@@ -67,6 +67,8 @@ class KafkaSpec:
     tiered_plugin: str = ""
     tiered_class: str = ""
     tiered_version: str = ""
+    #: What a broker's heap starts at (``-Xms``; it grows to ``heap`` as the broker needs it).
+    heap_start: str = ""
 
     def at(self, version: str) -> "KafkaSpec":
         """The same spec for another Kafka ``version`` (its jars, same JVM options)."""
@@ -94,6 +96,7 @@ def kafka_spec() -> KafkaSpec:
         artifacts=tuple(kafka["artifacts"]),
         repository=os.environ.get("LABKIT_MAVEN_REPOSITORY", kafka["repository"]),
         heap=jvm["heap"],
+        heap_start=jvm.get("heap_start", jvm["heap"]),
         jvm_options=tuple(jvm["options"]),
         tool_heap=jvm["tool_heap"],
         tool_options=tuple(jvm["tool_options"]),
