@@ -215,9 +215,14 @@ class Topology:
             lambda: broker_id not in self.voters())
 
     def voters(self) -> dict[int, str]:
-        """Voter id -> metadata directory id, as the quorum's leader describes it (``describe --status``)."""
-        out = run_tool("kafka-metadata-quorum", "--bootstrap-controller", self._controller_bootstrap(),
-                       "describe", "--status", cluster=self).stdout  # type: ignore[arg-type]
+        """Voter id -> metadata directory id, as the quorum's leader describes it (``describe --status``).
+
+        Asked through the brokers, which forward it to the active controller: a tool bootstrapped from the
+        controllers asks the one their answer names active, and while the quorum changes leader that answer
+        can name none (or the leader just removed) -- the tool then waits out its whole 60-s API timeout
+        (seen: lesson 13 at load 34, removing the voter that led the quorum). A broker resends to the new
+        leader within the lab's controller.socket.timeout.ms."""
+        out = run_tool("kafka-metadata-quorum", "describe", "--status", cluster=self).stdout  # type: ignore[arg-type]
         section = out.split("CurrentVoters:", 1)[-1].split("CurrentObservers:", 1)[0]
         return {int(i): d for i, d in re.findall(r'"id":\s*(\d+),\s*"directoryId":\s*"([^"]+)"', section)}
 
