@@ -215,10 +215,11 @@ _LOST_REQUEST = (KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT, KafkaError._
 ATTEMPT_S = 15.0
 
 
-def _submitted(cluster: ClusterLike, send: Callable[[AdminClient, float], dict[Any, Any]], timeout: float) -> None:
+def _submitted(cluster: ClusterLike, send: Callable[[AdminClient, float], dict[Any, Any]],
+               timeout: float) -> dict[Any, Any]:
     """Run ``send(admin, request_timeout)`` (an AdminClient call returning futures) and wait for every future,
     sending again while the request was lost on its way (:data:`_LOST_REQUEST`) and ``timeout`` allows; the
-    cluster's own errors are raised.
+    cluster's own errors are raised. Returns the answered attempt's results, by the futures' keys.
 
     The first attempt goes through the cluster's shared client, every later one through a new client: librdkafka
     sends a change to the broker its last metadata named controller (in KRaft, any live broker, which forwards
@@ -232,9 +233,7 @@ def _submitted(cluster: ClusterLike, send: Callable[[AdminClient, float], dict[A
     while True:
         attempt = max(min(ATTEMPT_S, deadline - time.monotonic()), 1.0)
         try:
-            for future in send(client, attempt).values():
-                future.result(timeout=attempt + 5)
-            return
+            return {key: future.result(timeout=attempt + 5) for key, future in send(client, attempt).items()}
         except KafkaException as exc:
             if exc.args[0].code() not in _LOST_REQUEST or time.monotonic() + 1 >= deadline:
                 raise
@@ -371,9 +370,15 @@ def create_acls(cluster: ClusterLike, bindings: list[Any], timeout: float = 60.0
 
 def delete_acls(cluster: ClusterLike, filters: list[Any], timeout: float = 60.0) -> list[Any]:
     """Remove the ACL bindings matching ``filters`` (``AclBindingFilter``); return the removed bindings once no
-    live broker's authorizer has them."""
-    removed = [b for f in cluster.admin().delete_acls(list(filters), request_timeout=15).values()
-               for b in f.result(timeout=timeout)]
+    live broker's authorizer has them.
+
+    The bindings returned are the ones the filters matched just before the delete: a delete sent again after
+    its first attempt was lost on the way finds nothing left to remove, so its own answer would be empty."""
+    found = _submitted(cluster, lambda admin, t: {i: admin.describe_acls(f, request_timeout=t)
+                                                  for i, f in enumerate(filters)}, timeout)
+    matched = dict.fromkeys(binding for bindings in found.values() for binding in bindings)
+    _submitted(cluster, lambda admin, t: admin.delete_acls(list(filters), request_timeout=t), timeout)
+    removed = list(matched)
     agreement.agree(cluster, f"{len(removed)} ACL(s) removed",
                     agreement.acls_present(cluster, [exact_filter(b) for b in removed], present=False),
                     timeout=timeout)
