@@ -126,7 +126,7 @@ def test_routed_configs_reach_the_broker_asked_and_a_paused_broker_holds_nothing
     (it cannot answer) and the broker learns it when it resumes.
 
     The broker paused is the quorum's leader, the worst case: every broker forwards the create to the controller
-    it knows, so the request waits out the lab's controller.socket.timeout.ms (5 s; Kafka's 30 s made this
+    it knows, so the request waits out the lab's controller.socket.timeout.ms (10 s; Kafka's 30 s made this
     create take 45 s or fail at 60) and goes again to the leader elected meanwhile."""
     cluster = fresh_cluster
     topic = cluster.create_topic(unique("routed"), partitions=1)
