@@ -267,7 +267,11 @@ def ties_and_no_members(ns):
        hint="follow() must assign() the partitions failover_assign gives `me` (and unassign() when it gives none).")
 def one_active_member(ns):
     """Two live member processes (priority 10 and 5): the first consumes all 3 partitions, the second none and
-    processes nothing."""
+    processes nothing -- neither the records there before it started nor those produced once both run.
+
+    The primary starts first and the standby only once the primary is consuming: a standby that starts alone,
+    or sees the lease group before the primary has joined it, is rightly the active one for that moment (seen:
+    under load the standby processed every record in the 3 s the primary's lease took to appear)."""
     harness.attempted(ns, "failover_assign", "follow")
     cluster = ns.cluster
     tag = uuid.uuid4().hex[:6]
@@ -276,9 +280,11 @@ def one_active_member(ns):
     team = Members(ns, topic)
     try:
         team.start("primary", 10)
+        team.wait(lambda: team.mine("primary") == [(topic, p) for p in range(3)], "the primary, alone, consuming")
         team.start("standby", 5)
         team.wait(lambda: len(team.status("standby")["live"]) == 2 and len(team.status("primary")["live"]) == 2,
                   "both members seeing each other")
+        values += produce(cluster, topic, 150, 150, tag)
         team.wait(lambda: set(values) <= set(team.processed("primary")), "the primary processing every record")
         time.sleep(1.0)
         team.wait(lambda: True, "both members still running")  # raises if one of them has exited

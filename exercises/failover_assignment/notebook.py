@@ -212,6 +212,13 @@ class Team:
         except (OSError, ValueError):
             return []
 
+    def live(self, name):
+        \"\"\"The members (name: priority) a member saw alive at its last look.\"\"\"
+        try:
+            return json.loads((self.workdir / f"{name}.status.json").read_text())["live"]
+        except (OSError, ValueError):
+            return {}
+
     def events(self):
         out = [e for name in self.procs for e in read_events(self.workdir / f"{name}.events.jsonl", name)]
         return sorted(out, key=lambda e: e.t)
@@ -245,10 +252,12 @@ producer.flush(10)
 
 team = Team(cluster, topic, follow)
 team.start("primary", 10)
-team.start("standby", 5)
 try:
+    # the standby starts once the primary consumes: alone in the lease group, it would rightly be the active one
     team.wait(lambda: len(team.mine("primary")) == 3, "the primary taking every partition")
+    team.start("standby", 5)
     team.wait(lambda: team.logged("primary") >= 50, "the primary processing records")
+    team.wait(lambda: len(team.live("standby")) == 2, "the standby seeing the primary alive")
     killed = time.time()
     team.kill("primary")
     took = team.wait(lambda: len(team.mine("standby")) == 3, "the standby taking over", timeout=30)
