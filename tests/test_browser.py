@@ -220,6 +220,23 @@ def _run_all(page, path: str, timeout: float) -> None:
     page.wait_for_function("() => window.labkitRanAll !== undefined", timeout=timeout * 1000, polling=1000)
 
 
+def _last_run(cells: list[dict]) -> str:
+    """The last cell that ran and what it showed last: why Run All stopped there."""
+    ran = [(i, c) for i, c in enumerate(cells) if c["type"] == "code" and c["count"]]
+    if not ran:
+        return "no cell ran"
+    index, cell = ran[-1]
+    shown = []
+    for o in cell["outputs"]:
+        if o.get("output_type") == "error":
+            shown.append(f"{o.get('ename')}: {o.get('evalue')}\n" + "\n".join(o.get("traceback", [])[-3:]))
+        elif o.get("output_type") == "stream":
+            shown.append(str(o.get("text", ""))[-500:])
+        else:
+            shown.append(str(o.get("data", {}).get("text/plain", ""))[-500:])
+    return f"the last that ran, cell {index + 1}, shows:\n" + ("\n".join(shown)[-2500:] or "nothing")
+
+
 def _run_each_cell_twice(page, path: str, timeout: float) -> dict[int, list]:
     """Every code cell run, then run again at once, in order (a learner re-running a cell). The first run's
     outputs, per cell index; a second run that raised fails the test here."""
@@ -322,7 +339,8 @@ def test_lesson_runs_and_renders_in_chromium(lesson, jupyterlab, browser, shots,
             _run_all(page, path, timeout=900)
         ran = _cells(page, path)
         pending = [i + 1 for i, c in enumerate(ran) if c["type"] == "code" and not c["count"]]
-        assert not pending, f"cells {pending} did not run"
+        assert not pending, f"cells {pending} did not run; Run All said {page.evaluate('window.labkitRanAll')}; " \
+            + _last_run(ran)
         _save(page, path)
 
         # Rendered: plotly figures drew an SVG, widgets mounted, nothing said it could not render.

@@ -110,6 +110,8 @@ def run_member(args: argparse.Namespace) -> int:  # pragma: no cover - runs in t
                 note(log, "got", topic=m.topic(), p=m.partition(), o=m.offset(), n=m.delivery_count(),
                      k=m.key().decode(errors="replace") if m.key() else None, id=job_of(m.value()).get("id"))
             if args.ack == "early":  # the mistake poison_queue grades: acknowledged before the work is done
+                state["held"] = []  # held: got and not acknowledged
+                save()
                 for m in batch:
                     consumer.acknowledge(m, types["accept"])
                 consumer.commit_sync(10)
@@ -123,12 +125,15 @@ def run_member(args: argparse.Namespace) -> int:  # pragma: no cover - runs in t
                 ack = "accept" if ok or args.ack in ("implicit", "early") else args.ack
                 if args.ack == "retry" and not ok:
                     ack = "reject" if m.delivery_count() >= args.max_attempts else "release"
+                # Out of "held" before it is acknowledged, never after: "held" is what the member has not
+                # acknowledged. A member frozen in between (lesson 14 freezes members at any moment) must not list
+                # a record whose acceptance may already be on its way to the broker, which never hands it out again.
+                state["held"] = [h for h in state["held"] if h != [m.topic(), m.partition(), m.offset()]]
+                save()
                 if explicit and args.ack != "early":
                     consumer.acknowledge(m, types[ack])
                 note(log, "done", topic=m.topic(), p=m.partition(), o=m.offset(), n=m.delivery_count(),
                      id=job.get("id"), ok=ok, ack=ack)
-                state["held"] = [h for h in state["held"] if h != [m.topic(), m.partition(), m.offset()]]
-                save()
             if explicit and args.ack != "early":
                 consumer.commit_async()
     finally:
