@@ -36,6 +36,7 @@ sys.path.insert(0, str(HERE.parent))
 from benchmarks import reporting  # noqa: E402
 from benchmarks.soak import Run, hogs, table  # noqa: E402
 from labkit.app import classroom  # noqa: E402
+from labkit.runtime import limits  # noqa: E402
 
 RESULTS = HERE / "results"
 SHIPPED = HERE.parent / "environments" / "classroom" / "classroom.toml"
@@ -137,14 +138,7 @@ def cpu_seconds(uid: int) -> float:
 
 
 def pss_mb(uid: int) -> float:
-    total = 0
-    for pid in _uid_processes(uid):
-        try:
-            with open(f"/proc/{pid}/smaps_rollup") as fh:
-                total += next((int(line.split()[1]) for line in fh if line.startswith("Pss:")), 0)
-        except OSError:
-            continue
-    return total / 1024
+    return sum(limits.pss_kb(pid) or 0 for pid in _uid_processes(uid)) / 1024
 
 
 # ---------------------------------------------------------------------------------------------- a hub of its own

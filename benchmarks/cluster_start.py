@@ -31,16 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import reporting
 import labkit
 from labkit.backends.native import NativeCluster
+from labkit.runtime import limits
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGETS = {"three-brokers": {"ready_s": 3.0, "rss_mb_max": 600.0, "pss_mb_cluster": 450.0},
            "single-broker": {"ready_s": 1.5, "rss_mb_max": 600.0}, "secured": {"rss_mb_max": 600.0}}
-
-
-def pss_bytes(pid: int) -> int:
-    """A process's proportional set size (``/proc/PID/smaps_rollup``)."""
-    with open(f"/proc/{pid}/smaps_rollup") as fh:
-        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("Pss:"))
 
 
 class RssSampler(threading.Thread):
@@ -63,8 +58,8 @@ class RssSampler(threading.Thread):
                     continue
                 try:
                     rss = psutil.Process(pid).memory_info().rss
-                    pss += pss_bytes(pid)
-                except (psutil.Error, OSError, StopIteration):
+                    pss += (limits.pss_kb(pid) or 0) * 1024
+                except (psutil.Error, OSError):
                     continue
                 self.peak[node_id] = max(self.peak.get(node_id, 0), rss)
             self.peak_pss = max(self.peak_pss, pss)

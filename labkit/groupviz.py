@@ -21,7 +21,7 @@ from plotly.subplots import make_subplots
 
 from .errors import LabkitError
 from .view.groupread import GroupView
-from .view.snapshot import read_groups
+from .view.snapshot import take_snapshot
 from .workloads import MemberEvent
 
 if TYPE_CHECKING:
@@ -41,11 +41,12 @@ def read_group(cluster: "Cluster", group_id: str, timeout: float = 5.0) -> Group
 
     Read through the cluster's group reader (a child process kept for the cluster, see :mod:`labkit.view.groupread`).
     """
-    found = read_groups(cluster, [group_id], timeout=timeout)
-    view = found[0] if found else None
+    snapshot = take_snapshot(cluster, topics=[], groups=[group_id], timeout=timeout)
+    view = snapshot.groups[0] if snapshot.groups else None
     if view is None or view.state in ("not found", "unknown", "dead") or not (view.members or view.offsets):
         state = view.state if view else "no answer"
-        raise LabkitError(f"Consumer group {group_id!r} could not be read ({state}).",
+        said = "; ".join(snapshot.errors)  # what the broker answered, e.g. while a coordinator moves
+        raise LabkitError(f"Consumer group {group_id!r} could not be read ({state}{': ' + said if said else ''}).",
                           "Check the group id; a group exists once a member joined or committed.")
     return view
 

@@ -122,6 +122,10 @@ def test_limits_say_which_one_and_what_to_stop(monkeypatch):
 
 def test_what_limits_measure_is_this_users_own_processes():
     assert limits.memory_mb() > 10  # this test process at least: its PSS
+    with open(f"/proc/{os.getpid()}/status") as fh:
+        rss = next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:"))
+    assert 0 < limits.pss_kb(os.getpid()) <= rss  # proportional: shared pages count in part
+    assert limits.pss_kb(2**22 + 1) is None  # past pid_max: no such process
     assert all(os.path.isabs(d) for d in limits.running_clusters())
 
 

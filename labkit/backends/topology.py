@@ -23,13 +23,13 @@ removed one in none. Layer: backends.
 
 from __future__ import annotations
 
-import re
 import threading
 from pathlib import Path
 from typing import Any, Optional
 
 from ..cluster import Broker
 from ..errors import ClusterStateError, UnsupportedOperation
+from ..operations import parse_quorum
 from ..runtime import agreement, classdata
 from ..runtime.distribution import ensure_distribution, tiered_storage_plugin
 from ..runtime.environment import kafka_spec
@@ -222,9 +222,8 @@ class Topology:
         can name none (or the leader just removed) -- the tool then waits out its whole 60-s API timeout
         (seen: lesson 13 at load 34, removing the voter that led the quorum). A broker resends to the new
         leader within the lab's controller.socket.timeout.ms."""
-        out = run_tool("kafka-metadata-quorum", "describe", "--status", cluster=self).stdout  # type: ignore[arg-type]
-        section = out.split("CurrentVoters:", 1)[-1].split("CurrentObservers:", 1)[0]
-        return {int(i): d for i, d in re.findall(r'"id":\s*(\d+),\s*"directoryId":\s*"([^"]+)"', section)}
+        status = run_tool("kafka-metadata-quorum", "describe", "--status", cluster=self).stdout  # type: ignore[arg-type]
+        return dict(parse_quorum(status, "").voters)
 
     def _controller_bootstrap(self) -> str:
         return ",".join(f"127.0.0.1:{n.broker.controller_port}" for n in self._nodes.values()

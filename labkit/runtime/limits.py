@@ -89,22 +89,25 @@ def running_clusters(under: Optional[Path] = None) -> set[str]:
     return found
 
 
+def pss_kb(pid: int) -> Optional[int]:
+    """A process's proportional set size in kB (``/proc/PID/smaps_rollup``; its RSS where PSS is not given),
+    None when the process is gone or not ours to read."""
+    pss = rss = None
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    pss = int(line.split()[1])
+                elif line.startswith("Rss:"):
+                    rss = int(line.split()[1])
+    except OSError:
+        return None
+    return pss if pss is not None else rss
+
+
 def memory_mb() -> float:
     """This user's memory: the PSS of every process they run (RSS where PSS cannot be read), in MB."""
-    total = 0
-    for pid in _my_pids():
-        pss = rss = None
-        try:
-            with open(f"/proc/{pid}/smaps_rollup") as fh:
-                for line in fh:
-                    if line.startswith("Pss:"):
-                        pss = int(line.split()[1])
-                    elif line.startswith("Rss:"):
-                        rss = int(line.split()[1])
-        except OSError:
-            continue
-        total += pss if pss is not None else (rss or 0)
-    return total / 1024
+    return sum(pss_kb(pid) or 0 for pid in _my_pids()) / 1024
 
 
 def check_start(brokers: int, limits: Optional[Limits] = None, under: Optional[Path] = None) -> None:
