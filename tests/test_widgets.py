@@ -360,7 +360,8 @@ def test_quiet_view_polls_less_and_wakes_when_a_broker_changes(monkeypatch):
         assert view.refreshes <= quiet + 1 and view.redraws == redraws  # idle: no traffic to the page
         fake.pause_broker(3)  # done from a cell: labkit's broker state changes, the view looks at once
         assert _wait(lambda: view.snapshot().broker(3).status == "paused", timeout=2)
-        assert view.redraws > redraws and made == ["127.0.0.1:9001,127.0.0.1:9002"]
+        # the snapshot is taken before the page is redrawn from it: wait for the redraw, do not race it
+        assert _wait(lambda: view.redraws > redraws, timeout=2) and made == ["127.0.0.1:9001,127.0.0.1:9002"]
     finally:
         view.close()
 

@@ -36,15 +36,15 @@ def loses_nothing_when_a_follower_freezes(ns):
     follower = rng.choice([r for r in state.replicas if r != state.leader])
     size = rng.randint(1000, 8000)
     count = int(20e6 / size)
-    timer = threading.Timer(rng.uniform(0.05, 0.2), cluster.pause_broker, args=(follower,))
+    values = perf.order_documents(size, seed=rng.randrange(10**6))
+    # Frozen before the first record, not a moment after the producer starts: on a busy machine a fast config
+    # sent everything before a timer fired, and a config that drops records after a second went unnoticed.
+    cluster.pause_broker(follower)
     resume = threading.Timer(rng.uniform(2.0, 4.0), cluster.resume_broker, args=(follower,))
-    timer.start()
     resume.start()
     try:
-        result = perf.python_producer(cluster, topic, count, size, config=tuned,
-                                      values=perf.order_documents(size, seed=rng.randrange(10**6)))
+        result = perf.python_producer(cluster, topic, count, size, config=tuned, values=values)
     finally:
-        timer.cancel()
         resume.join()
         if any(b.id == follower and b.state == "paused" for b in cluster.brokers):
             cluster.resume_broker(follower)
