@@ -202,7 +202,7 @@ def parse_group(group: Mapping[str, Any], errors: Optional[list[str]] = None) ->
     return group["id"], group["state"], members, offsets, group.get("coordinator")
 
 
-#: One reader per cluster for one-off reads (``read_groups``, ``groupviz.read_group``), with its lock.
+#: One reader per cluster for one-off reads (``take_snapshot``, ``groupviz.read_group``), with its lock.
 _SHARED: "weakref.WeakKeyDictionary[Any, tuple[GroupReader, threading.Lock]]" = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.Lock()
 

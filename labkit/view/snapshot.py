@@ -347,15 +347,6 @@ class ClusterReader:
         return self._found
 
 
-def read_groups(cluster: "ClusterLike", groups: GroupsOption = None, timeout: float = 3.0) -> list[GroupView]:
-    """Consumer groups with members, assignments, committed offsets, log-end offsets and lag.
-
-    ``groups``: None or True for every group (labkit's own ``labkit-*`` readers left
-    out), a list of group ids for just those.
-    """
-    return list(take_snapshot(cluster, topics=[], groups=groups, timeout=timeout).groups)
-
-
 def take_snapshot(cluster: "ClusterLike", topics: Optional[Sequence[str]] = None, groups: GroupsOption = None,
                   timeout: float = 3.0, max_topics: int = 12, metrics: bool = False) -> Snapshot:
     """Read brokers, topics and groups once (and the brokers' metrics with ``metrics=True``). Failures
