@@ -1,9 +1,11 @@
 """Cluster operations (issue 28): labkit.operations and the native backend's topology calls, on real clusters.
 
 Unit tests read Kafka's own tool output and the lab's environment; the integration tests grow, drain and
-shrink a running cluster (every call returning once every live broker agrees), upgrade one from the previous
-release, and offload segments to Kafka's LocalTieredStorage. Lesson 13 and the drain_broker exercise do
-all of it again with traffic flowing.
+shrink a running cluster (every call returning once every live broker agrees), change its quorum, and offload
+segments to Kafka's LocalTieredStorage. Lesson 13 and the drain_broker exercise do all of it again with traffic
+flowing; the rolling upgrade from the previous release and the features finalized after it are checked there
+alone (lesson 13's checked outputs: every broker on the lab's release, nothing acknowledged lost, the producer saw
+leaders move, metadata.version moved and the way back refused) -- a copy here cost 43 CPU-s of make test.
 """
 
 from __future__ import annotations
@@ -186,30 +188,6 @@ def test_a_dynamic_quorum_takes_and_gives_back_a_controller():
             static.add_broker(controller=True)
     finally:
         static.stop()
-
-
-@pytest.mark.integration
-def test_a_rolling_upgrade_from_the_previous_release_then_features_finalized(unique):
-    import labkit
-
-    releases = ops.releases()
-    if not releases["previous"] or releases["previous"] == releases["lab"]:
-        pytest.skip("environments/kafka.toml names no previous release")
-    # the lesson's profile: a dynamic quorum (kraft.version 1), which a release's features include since 4.x --
-    # a static quorum refuses `upgrade --release-version` ("not all of the voters support" kraft.version 1)
-    cluster = labkit.start_cluster("operations", progress=False, kafka_version=releases["previous"])
-    try:
-        topic = cluster.create_topic(unique("orders"), partitions=3)
-        with _traffic(cluster, topic) as traffic:
-            rolled = ops.rolling_restart(cluster, version=releases["lab"])
-        assert set(cluster.versions.values()) == {releases["lab"]} and list(rolled.version) == [releases["lab"]] * 3
-        assert traffic.counted.lost == 0 and traffic.counted.unread == 0
-        release = releases["lab"].rsplit(".", 1)[0]
-        assert not ops.features(cluster, releases["lab"]).loc["metadata.version", "finalized"].startswith(release)
-        finalized = ops.finalize(cluster, release, version=releases["lab"])
-        assert finalized.loc["metadata.version", "finalized"].startswith(release)
-    finally:
-        cluster.stop()
 
 
 @pytest.mark.integration
