@@ -98,6 +98,47 @@ def test_a_cluster_without_exporters_says_how_to_get_them():
     assert info.value.hint
 
 
+def test_a_running_brokers_slow_exporter_is_asked_again_and_a_dead_one_is_named():
+    """cluster.metrics() on a busy machine: an exporter slower than the first timeout still counts."""
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from types import SimpleNamespace
+
+    asked = []
+
+    class SlowOnce(BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(time.monotonic())
+            if len(asked) == 1:
+                time.sleep(1.5)  # longer than the first timeout below: that answer comes too late
+            body = b"kafka_controller_kafkacontroller_activecontrollercount 1.0\n"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), SlowOnce)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    with socket.socket() as s:  # a port nothing listens on: a broker whose exporter is gone
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    cluster = SimpleNamespace(
+        brokers=[SimpleNamespace(id=1, state="running"), SimpleNamespace(id=2, state="running")],
+        metrics_endpoints=lambda: {1: f"http://127.0.0.1:{server.server_address[1]}/metrics",
+                                   2: f"http://127.0.0.1:{closed}/metrics"})
+    try:
+        frame = metrics.scrape_cluster(cluster, timeout=0.5, patience=3.0)
+    finally:
+        server.shutdown()
+    assert len(asked) >= 2, "the slow exporter was asked again"
+    assert set(frame.broker) == {1}
+    assert set(frame.attrs["errors"]) == {2}, frame.attrs["errors"]
+
+
 def test_agent_options_follow_the_switch(monkeypatch):
     monkeypatch.setenv(metrics.ENV_SWITCH, "0")
     assert metrics.agent_options(9999) == []

@@ -199,16 +199,31 @@ def frame(samples: Iterable[Sample]) -> "pd.DataFrame":
 
 
 def scrape_cluster(cluster: Any, match: Optional[str] = None, brokers: Optional[Sequence[int]] = None,
-                   timeout: float = 2.0) -> "pd.DataFrame":
+                   timeout: float = 2.0, patience: float = 30.0) -> "pd.DataFrame":
     """Every sample of every running broker (``brokers``: only those) as a tidy frame.
 
-    ``match``: keep metrics whose name contains it (``"replicamanager"``). Brokers that do not
-    answer (killed, paused) are left out; the frame's ``attrs["errors"]`` says which and why.
+    ``match``: keep metrics whose name contains it (``"replicamanager"``). A running broker whose exporter
+    does not answer within ``timeout`` is asked again, with more time, for up to ``patience`` seconds: on a
+    busy machine an exporter walking every MBean can take longer than the first timeout (fresh clone 16: two
+    of three running brokers left out). Brokers that still do not answer, and those not running (killed,
+    paused), are left out; the frame's ``attrs["errors"]`` says which and why.
     """
+    import time
+
     urls = endpoints_of(cluster)
     running = {b.id for b in cluster.brokers if b.state in ("running", "external")}
     wanted = {b: u for b, u in urls.items() if b in running and (brokers is None or b in brokers)}
     samples, errors = scrape_all(wanted, timeout)
+    deadline = time.monotonic() + patience
+    while errors and time.monotonic() < deadline:
+        still = {b: wanted[b] for b in errors
+                 if any(x.id == b and x.state in ("running", "external") for x in cluster.brokers)}
+        if not still:
+            break
+        time.sleep(0.2)  # a refused connection fails at once: ask again at a poll's pace, not in a busy loop
+        more, again = scrape_all(still, max(timeout, min(10.0, deadline - time.monotonic())))
+        samples.extend(more)
+        errors = {**{b: e for b, e in errors.items() if b not in still}, **again}
     if match:
         samples = [s for s in samples if match in s.metric]
     out = frame(samples)
