@@ -112,8 +112,9 @@ def first_record(settings, topic, group, timeout=20.0):
 
 
 def grant(cluster, *bindings):
-    for future in cluster.admin().create_acls(list(bindings), request_timeout=15).values():
-        future.result()
+    # labkit's call, which returns once every live broker's authorizer has the ACLs: the admin client's own returns
+    # when the controller took them, and a broker a moment behind refused the group (fresh clone 17)
+    cluster.create_acls(list(bindings))
 
 
 @integration
