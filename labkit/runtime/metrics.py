@@ -210,14 +210,15 @@ def scrape_cluster(cluster: Any, match: Optional[str] = None, brokers: Optional[
     """
     import time
 
-    urls = endpoints_of(cluster)
-    running = {b.id for b in cluster.brokers if b.state in ("running", "external")}
-    wanted = {b: u for b, u in urls.items() if b in running and (brokers is None or b in brokers)}
+    def running() -> set[int]:  # labkit's view of its brokers, read again before each retry (a cell may kill one)
+        return {b.id for b in cluster.brokers if b.state in ("running", "external")}
+
+    urls, alive = endpoints_of(cluster), running()
+    wanted = {b: u for b, u in urls.items() if b in alive and (brokers is None or b in brokers)}
     samples, errors = scrape_all(wanted, timeout)
     deadline = time.monotonic() + patience
     while errors and time.monotonic() < deadline:
-        still = {b: wanted[b] for b in errors
-                 if any(x.id == b and x.state in ("running", "external") for x in cluster.brokers)}
+        still = {b: wanted[b] for b in errors.keys() & running()}
         if not still:
             break
         time.sleep(0.2)  # a refused connection fails at once: ask again at a poll's pace, not in a busy loop
