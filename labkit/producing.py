@@ -50,11 +50,15 @@ class ProduceCount:
     seconds: float = 0.0
     #: Stored (first copy) after a record that was sent later, in the same partition.
     reordered: int = 0
+    #: Times the broker refused writes during the run (:func:`produce_through_refusals`).
+    refusals: int = 0
 
     def as_row(self, label: str = "") -> dict[str, Any]:
         row = {"sent": self.sent, "acknowledged": self.acked, "failed": self.failed, "stored": self.stored,
                "duplicates": self.duplicates, "lost (acked, not stored)": self.lost, "missing": self.missing,
                "out of order": self.reordered}
+        if self.refusals:
+            row = {"refusals": self.refusals, **row}
         return {"run": label, **row} if label else row
 
     def _repr_html_(self) -> str:
@@ -76,33 +80,51 @@ def produce_and_count(cluster: "OwnedClusterLike", topic: str, count: int = 200,
     actions = dict(actions or {})
     tag = uuid.uuid4().hex[:8]  # this run's records, told apart from earlier runs on the same topic
     producer = cluster.producer(**producer_config)
-    acked: list[bytes] = []
-    errors: Counter = Counter()
-
-    def on_delivery(err: Any, msg: Any) -> None:
-        if err is None:
-            acked.append(msg.value())
-        else:
-            errors[err.name()] += 1
+    on_delivery = _Deliveries()
 
     t0 = time.monotonic()
     for i in range(count):
         if i in actions:
             actions[i]()
-        while True:
-            try:
-                producer.produce(topic, key=str(i).encode() if keyed else None, value=record_id(i, tag),
-                                 on_delivery=on_delivery)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        producer.poll(0)
+        _produce(producer, topic, record_id(i, tag), on_delivery, key=str(i).encode() if keyed else None)
         if pace:
             time.sleep(pace)
     for i in sorted(k for k in actions if k >= count):
         actions[i]()
     producer.flush(flush_timeout)
-    seconds = time.monotonic() - t0
+    return _outcome(cluster, topic, tag, count, on_delivery, time.monotonic() - t0, isolation_level)
+
+
+@dataclass
+class _Deliveries:
+    """A delivery callback that keeps what the reports said: values acknowledged, errors by name."""
+
+    acked: list[bytes] = field(default_factory=list)
+    errors: Counter = field(default_factory=Counter)
+
+    def __call__(self, err: Any, msg: Any) -> None:
+        if err is None:
+            self.acked.append(msg.value())
+        else:
+            self.errors[err.name()] += 1
+
+
+def _produce(producer: Any, topic: str, value: bytes, on_delivery: Callable[..., None],
+             key: Optional[bytes] = None) -> None:
+    """``produce`` that waits for room in a full local queue."""
+    while True:
+        try:
+            producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
+            break
+        except BufferError:
+            producer.poll(0.05)
+    producer.poll(0)
+
+
+def _outcome(cluster: "ClusterLike", topic: str, tag: str, count: int, delivered: "_Deliveries", seconds: float,
+             isolation_level: str = "read_uncommitted") -> ProduceCount:
+    """Read ``topic`` back and count what became of records ``0 .. count-1`` of run ``tag``."""
+    acked, errors = delivered.acked, delivered.errors
     prefix = f"{tag}-".encode()
     records = [r for r in cluster.read_all(topic, isolation_level=isolation_level)
                if r.value and r.value.startswith(prefix)]
@@ -138,58 +160,94 @@ def out_of_order(stored: Sequence[tuple[int, bytes]]) -> int:
 
 
 def produce_through_refusals(cluster: "OwnedClusterLike", topic: str, runs: Mapping[str, Mapping[str, Any]],
-                             count: int = 3000, refusals: int = 8, hold: float = 0.3,
+                             count: int = 3000, refusals: int = 8, most: int = 32, hold: float = 0.3,
                              pace: float = 0.0005) -> dict[str, ProduceCount]:
-    """For each of ``runs`` (label -> producer settings), produce ``count`` numbered records (``acks=all``)
-    while the partition's leader refuses writes now and then; count what it stored, duplicates and order
-    included (:attr:`ProduceCount.reordered`).
+    """For each of ``runs`` (label -> producer settings), produce numbered records (``acks=all``) while the
+    partition's leader refuses writes now and then; count what it stored, order included (``reordered``).
 
     The refusals are the broker's own NOT_ENOUGH_REPLICAS: one follower of partition 0 is stopped (the
-    ISR shrinks to two), and ``refusals`` times per run the topic's ``min.insync.replicas`` goes up to 3
-    for ``hold`` seconds (writes refused) and back to 2 (accepted). Unless a run's settings say otherwise,
-    the producer retries at once (``retry.backoff.ms=1``), in batches of 5 records, with a 1.5 s request
-    timeout; ``max.in.flight.requests.per.connection`` and ``enable.idempotence`` are the settings to
-    compare. The follower is started again at the end. Needs a one-partition topic with replication factor 3.
-    """
-    from .admin import alter_configs
+    ISR shrinks to two), and at each refusal the topic's ``min.insync.replicas`` goes up to 3 for ``hold``
+    seconds and back to 2, ``count / (refusals + 1)`` records apart. Whether a refusal puts a retry behind
+    later records depends on what is in flight as writes are accepted again (measured: about 4 refusals in
+    10 do; now and then 8 in a row do not). So the first run (whose order is at stake) is refused past
+    ``refusals``, up to ``most``, until the partition stores one of its records after a later one; every
+    other run then as many times, with as many records (``refusals``).
 
+    Unless a run's settings say otherwise, the producer retries at once (``retry.backoff.ms=1``), in
+    batches of 5 records, with a 1.5 s request timeout. The follower is started again at the end. Needs a
+    one-partition topic with replication factor 3.
+    """
     state = cluster.describe_topic(topic)[0]
     if len(state.replicas) != 3:
         raise LabkitError(f"{topic!r} has {len(state.replicas)} replicas; the refusals need 3.",
                           "Create the topic with replication_factor=3 (a three-broker cluster).")
     follower = next(r for r in state.replicas if r != state.leader)
-
-    def min_isr(n: int) -> Callable[[], None]:
-        def apply() -> None:
-            if n == 2:
-                time.sleep(hold)
-            alter_configs(cluster, "topic", topic, {"min.insync.replicas": n})
-        return apply
-
     step = max(count // (refusals + 1), 2)
-    actions: dict[int, Callable[[], Any]] = {}
-    for i in range(refusals):
-        actions[step * (i + 1) - step // 2] = min_isr(3)
-        actions[step * (i + 1)] = min_isr(2)
-    results = {}
+    results: dict[str, ProduceCount] = {}
     cluster.stop_broker(follower)
     try:
-        # The refusals need an ISR of two on the leader: the controller takes the stopped follower out of it, and
-        # the leader applies that a moment later (seconds on a busy machine). Until then min.insync.replicas=3
-        # refuses nothing, and a run could pass without one retry.
+        # The refusals need an ISR of two on the leader, which applies the controller's shrink a moment later
+        # (seconds on a busy machine): until then min.insync.replicas=3 refuses nothing.
         agreement.agree(cluster, f"broker {follower} out of the ISR of {topic}-0",
                         lambda b: _isr_without(cluster, b, topic, follower), timeout=60)
         for label, settings in runs.items():
             config = {"acks": "all", "retry_backoff_ms": 1, "retry_backoff_max_ms": 1, "batch_num_messages": 5,
                       "linger_ms": 1, "request_timeout_ms": 1500, "message_timeout_ms": 60000}
             config.update({k.replace(".", "_"): v for k, v in settings.items()})
-            results[label] = produce_and_count(cluster, topic, count=count, pace=pace, keyed=False,
-                                               actions=actions, **config)
+            first = next(iter(results.values()), None)
+            results[label] = _through_refusals(cluster, topic, config, step, count - refusals * step, hold, pace,
+                                               first.refusals if first else refusals, 0 if first else most)
     finally:
-        alter_configs(cluster, "topic", topic, {"min.insync.replicas": 2})
+        _min_insync(cluster, topic, 2)
         cluster.start_broker(follower)
         cluster.wait_for_isr(topic)
     return results
+
+
+def _min_insync(cluster: "ClusterLike", topic: str, n: int) -> None:
+    from .admin import alter_configs
+
+    alter_configs(cluster, "topic", topic, {"min.insync.replicas": n})
+
+
+def _through_refusals(cluster: "OwnedClusterLike", topic: str, config: Mapping[str, Any], step: int, tail: int,
+                      hold: float, pace: float, refusals: int, most: int) -> ProduceCount:
+    """One run of :func:`produce_through_refusals`: ``refusals`` refusals (more, up to ``most``, until one of its
+    records is stored after a later one), ``step`` records apart, then ``tail`` records."""
+    tag = uuid.uuid4().hex[:8]
+    producer = cluster.producer(**config)
+    on_delivery = _Deliveries()
+
+    sent = 0
+
+    def send(n: int) -> None:
+        nonlocal sent
+        for _ in range(n):
+            _produce(producer, topic, record_id(sent, tag), on_delivery)
+            sent += 1
+            if pace:
+                time.sleep(pace)
+
+    def reordered_yet() -> bool:  # the partition read back, as counted at the end
+        producer.flush(90)
+        return _outcome(cluster, topic, tag, sent, on_delivery, 0.0).reordered > 0
+
+    t0 = time.monotonic()
+    done = 0
+    while True:
+        send(step - step // 2)
+        _min_insync(cluster, topic, 3)  # refused from here on ...
+        send(step // 2)
+        time.sleep(hold)
+        _min_insync(cluster, topic, 2)  # ... accepted again: the retries go in, with what was in flight
+        done += 1
+        if done >= refusals and (done >= most or reordered_yet()):
+            break
+    send(tail)
+    producer.flush(90)
+    counted = _outcome(cluster, topic, tag, sent, on_delivery, time.monotonic() - t0)
+    counted.refusals = done
+    return counted
 
 
 def _isr_without(cluster: "ClusterLike", broker: Any, topic: str, follower: int) -> tuple[bool, str]:
@@ -279,8 +337,8 @@ class Traffic:
         self.stats = ClientStats()
         self._config = {"acks": "all", "linger_ms": 5, **producer_config}
         self.sent = 0
-        self._acked: list[bytes] = []
-        self._errors: Counter = Counter()
+        self._delivered = _Deliveries()
+        self._acked, self._errors = self._delivered.acked, self._delivered.errors
         self._consumed: list[bytes] = []
         self._stop = threading.Event()
         self._failure: Optional[BaseException] = None
@@ -321,12 +379,7 @@ class Traffic:
 
     def _produce(self) -> None:
         producer = self.cluster.producer(**self._config, **self.stats.config(interval_ms=250))
-
-        def on_delivery(err: Any, msg: Any) -> None:
-            if err is None:
-                self._acked.append(msg.value())
-            else:
-                self._errors[err.name()] += 1
+        on_delivery = self._delivered
 
         while not self._stop.is_set():
             due = int((time.monotonic() - self._t0) * self.rate) + 1

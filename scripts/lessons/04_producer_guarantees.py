@@ -298,9 +298,9 @@ before it has heard back from the first (librdkafka's default: 1,000,000; Java's
 flight means more throughput.
 
 The broker refuses writes when too few replicas are in sync (`NOT_ENOUGH_REPLICAS`, a retriable
-error). Make that happen now and then: one follower of a one-partition topic stops, and eight
-times while 3,000 records are produced, the topic's `min.insync.replicas` goes up to 3 for a
-moment (refused), then back to 2. The producer retries at once, 5 records per request
+error). Make that happen now and then: one follower of a one-partition topic stops, and at least
+eight times while some 3,000 records are produced, the topic's `min.insync.replicas` goes up to 3
+for a moment (refused), then back to 2. The producer retries at once, 5 records per request
 (`labkit.producing.produce_through_refusals`). The broker's log is then read back in offset order:
 how many records come after one that was sent later?
 """)
@@ -328,13 +328,17 @@ print("idempotence on: every record stored once:", strict.stored == strict.sent 
 """, check=True)
 nb.code("""
 out_of_order.reveal(loose.reordered > 0, f"{loose.reordered} records landed behind later ones (and "
-                    f"{loose.duplicates} twice). With idempotence the leader checks each batch's sequence number: "
-                    "a batch that arrives after a gap is refused too, so the retry goes in first.")
+                    f"{loose.duplicates} twice), over {loose.refusals} refusals. With idempotence the leader checks "
+                    "each batch's sequence number: a batch that arrives after a gap is refused too, so the retry "
+                    "goes in first.")
 """)
 nb.md("""
 Why the order broke: when the broker **refuses** request A but accepts request B, already on its
-way behind it, A's retry is stored *after* B. With idempotence, up to 5 requests may be in flight
-and order still holds: the broker accepts a producer's batches only in sequence
+way behind it, A's retry is stored *after* B. Not every refusal does that: only one that ends
+while a later request is already on its way behind a refused one, which depends on the moment.
+So the first run was refused at least eight times and on until one had done it (at most 32), and
+the idempotent run as many times (the `refusals` column). With idempotence, up to 5 requests may
+be in flight and order still holds: the broker accepts a producer's batches only in sequence
 (`OUT_OF_ORDER_SEQUENCE_NUMBER` otherwise), and librdkafka refuses
 `max.in.flight.requests.per.connection` above 5 when idempotence is on. Without idempotence, the
 old advice was one request in flight, paying a round trip per request; idempotence is the better

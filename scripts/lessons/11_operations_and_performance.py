@@ -475,11 +475,12 @@ nb.md("""
 A producer keeps up to `max.in.flight.requests.per.connection` requests to a broker unanswered:
 5 in the Java producer, **1,000,000** in librdkafka. If one of them fails with a retriable error
 and a later one succeeds, the retry is written **after** the later records. Make a partition
-refuse writes now and then while 3,000 records stream in: its ISR is one replica short (a
+refuse writes now and then while some 3,000 records stream in: its ISR is one replica short (a
 follower is stopped) and its `min.insync.replicas` goes up to 3 for a moment and back to 2 —
 what a leader answers when its ISR shrinks below the minimum, `NOT_ENOUGH_REPLICAS`
-(`labkit.producing.produce_through_refusals`, which lesson 04 uses with 5 requests in flight).
-The leader counts every refused request.
+(`labkit.producing.produce_through_refusals`, which lesson 04 uses with 5 requests in flight):
+eight times at least, and on until the first run has a record stored out of order; the second
+run is refused as many times. The leader counts every refused request.
 """)
 nb.code("""
 def failed_produce_requests(topic):
