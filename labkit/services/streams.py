@@ -114,6 +114,17 @@ class Instance:
         if self.process is not None:
             self.process.kill()
 
+    def pause(self) -> None:
+        """SIGSTOP (a long GC pause): the instance keeps its sockets and state but processes and commits nothing
+        until :meth:`resume` (or a :meth:`kill`); returns once every thread of the JVM is stopped."""
+        if self.process is not None:
+            self.process.pause()
+
+    def resume(self) -> None:
+        """SIGCONT: a paused instance runs again."""
+        if self.process is not None:
+            self.process.resume()
+
     @property
     def running(self) -> bool:
         return self.process is not None and self.process.running
