@@ -125,6 +125,7 @@ HEADLESS = [p for p in LESSONS if p.stem not in BROWSER_LESSONS]  # the browser 
 
 
 @pytest.mark.notebook
+@pytest.mark.timeout(1260)  # past the papermill run's own 1200 s: a lesson takes ~200 s here, 3x that on a slow host
 @pytest.mark.parametrize("notebook", HEADLESS, ids=_ids(HEADLESS))
 def test_lesson_runs_and_its_checked_outputs_match(notebook, output_dir):
     out_dir = output_dir / "notebooks"
