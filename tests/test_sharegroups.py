@@ -157,11 +157,19 @@ def test_a_frozen_member_loses_its_records_when_the_lock_runs_out(cluster, uniqu
         group.start_member("other", max_records=3)
         group.wait_done(ids)  # the frozen member's records too, by the other one
         taken = [d for d in group.deliveries() if d.member == "other" and d.offset in held]
+        frozen_count = {o: max(d.count for d in group.deliveries() if d.member == "frozen" and d.offset == o)
+                        for o in held}
         group.resume_member("frozen")
         group.wait_idle(quiet=1.5)
     finally:
         group.stop()
-    assert held and {d.offset for d in taken} == held and all(d.count == 2 for d in taken)
+    assert held and {d.offset for d in taken} == held
+    # The broker's delivery count, not a number fixed in advance: on a loaded machine the frozen member's own lock
+    # may have run out once before it froze (it got the record again, count 2), and the other member's lock may
+    # run out too (count 3 on its second delivery). What holds: the other member's first delivery of each record
+    # is the next one after the frozen member's.
+    assert all(min(d.count for d in taken if d.offset == o) == frozen_count[o] + 1 for o in held), \
+        (frozen_count, [(d.offset, d.count) for d in taken])
     assert group.outcome(ids).lost == 0
 
 
