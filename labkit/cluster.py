@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from . import admin as _admin
 from .errors import ClusterStateError, SecurityError, UnsupportedOperation, WaitTimeout
 from .records import Record, read_all
+from .runtime.librdkafka import Producer
 from .runtime.tools import ToolResult, run_tool
 from .waiting import Wait
 

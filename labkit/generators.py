@@ -32,6 +32,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Union
 
 from .errors import LabkitError
+from .runtime.librdkafka import Producer as LabProducer
 from .runtime.librdkafka import quiet
 
 if TYPE_CHECKING:
@@ -291,7 +292,7 @@ def send(target: Union["ClusterLike", "Producer", str], topic: str, events: Sequ
     if isinstance(target, Producer):
         producer, topic_name = target, topic
     elif isinstance(target, str):
-        producer, topic_name = Producer({"bootstrap.servers": target, "linger.ms": 5, "acks": "all", **quiet()}), topic
+        producer, topic_name = LabProducer({"bootstrap.servers": target, "linger.ms": 5, "acks": "all", **quiet()}), topic
     else:
         producer = target.producer(acks="all", linger_ms=5)
         topic_name = target.topic_name(topic)

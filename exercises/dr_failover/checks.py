@@ -209,11 +209,12 @@ def run_drill(ns: Any, rng: random.Random) -> DrillResult:
                "a checkpoint of the group past the backlog", 40)
         time.sleep(rng.uniform(0.0, 1.5))
         consumers.crash()                              # the application dies first ...
-        time.sleep(rng.uniform(0.4, 1.2))              # ... orders keep coming for a moment ...
-        primary.kill_broker(1)                         # ... then the whole primary
+        _until(lambda: _checkpointed(primary, dr, alias, group, topic), "checkpoint of the group's last commits", 60)
+        time.sleep(rng.uniform(0.4, 1.2))              # ... orders keep coming for a moment, and reach dr ...
         feeder.stop.set()
         feeder.join(10)
-        time.sleep(1.5)                                # a checkpoint already on its way lands
+        flow.wait_caught_up(topic, timeout=60)
+        primary.kill_broker(1)                         # ... then the whole primary
         remote = flow.remote_topic(topic)
         before = {cp.partition: cp.downstream_offset for cp in read_checkpoints(dr, alias, group)}
         on_dr = {r.value.decode(): (r.partition, r.offset) for r in dr.read_all(remote) if r.value}
@@ -275,6 +276,25 @@ def _delete_oldest(cluster: Any, topic: str, rng: random.Random) -> None:
            if end]
     for future in cluster.admin().delete_records(cut).values():
         future.result()
+
+
+def _checkpointed(primary: Any, dr: Any, alias: str, group: str, topic: str) -> bool:
+    """Whether dr holds the checkpoint of the group's last commit on every partition: its upstream offset is the
+    commit, or the same offset sync translates both (MirrorMaker emits a checkpoint only when its downstream
+    offset moves). On a busy machine checkpoints lag by seconds of the group's work; a drill judged on a stale
+    one cannot tell a consumer that starts at primary's offsets from one that starts at the translated ones."""
+    from labkit.services.mirror import committed, read_checkpoints, read_offset_syncs, remote_topic
+
+    final = committed(primary, group, topic)
+    syncs = [s for s in read_offset_syncs(primary, "dr") if s.topic == topic]
+    latest = {cp.partition: cp.upstream_offset for cp in read_checkpoints(dr, alias, group) if cp.topic == remote_topic(alias, topic)}
+    for partition, offset in final.items():
+        base = max((s.upstream_offset for s in syncs if s.partition == partition and s.upstream_offset <= offset),
+                   default=None)
+        seen = latest.get(partition)
+        if seen is None or not (seen == offset or (base is not None and base <= seen <= offset)):
+            return False
+    return bool(final)
 
 
 def _until(condition: Any, what: str, timeout: float) -> None:
