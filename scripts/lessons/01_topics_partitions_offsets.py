@@ -304,9 +304,9 @@ from confluent_kafka import TopicPartition
 
 reader = cluster.consumer(f"lookups-{run}", enable_auto_commit=False)
 try:
-    [answer] = reader.offsets_for_times([TopicPartition(readings, 0, wanted)], timeout=10)
+    [answer] = reader.offsets_for_times([TopicPartition(readings, 0, wanted)], timeout=30)
     reader.assign([TopicPartition(readings, 0, 537)])
-    fetched = reader.poll(10)
+    [fetched] = reader.consume(num_messages=1, timeout=60) or [None]   # returns with the first record
 finally:
     reader.close()
 print("broker: first record at or after reading 537 + 0.5 s is offset", answer.offset)
