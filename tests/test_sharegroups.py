@@ -155,9 +155,9 @@ def test_a_frozen_member_loses_its_records_when_the_lock_runs_out(cluster, uniqu
         held = {o for _, _, o in group.held()["frozen"]}
         group.start_member("other", max_records=3)
         group.wait_done(ids)  # the frozen member's records too, by the other one
-        taken = [d for d in group.deliveries() if d.member == "other" and d.offset in held]
-        frozen_count = {o: max(d.count for d in group.deliveries() if d.member == "frozen" and d.offset == o)
-                        for o in held}
+        deliveries = group.deliveries()
+        taken = [d for d in deliveries if d.member == "other" and d.offset in held]
+        frozen_count = {o: max(d.count for d in deliveries if d.member == "frozen" and d.offset == o) for o in held}
         group.resume_member("frozen")
         group.wait_idle(quiet=1.5)
     finally:
