@@ -175,8 +175,8 @@ def test_a_frozen_member_loses_its_records_when_the_lock_runs_out(cluster, uniqu
 @pytest.mark.integration
 def test_a_crashed_members_records_come_back_at_once(cluster, unique):
     """A member's process dies holding a record: the broker releases it when the connection closes, not when its
-    lock runs out. The lock is the broker's longest (60 s) and starts when the broker hands the record over
-    (before the member has it): a delivery to the heir within 60 s of the doomed member's is a release."""
+    lock runs out. The lock is the broker's longest (60 s); it starts when the broker hands the record over, a
+    moment before the doomed member logs it: the heir's delivery within seconds of that, not 60 s, is a release."""
     lock = 60.0
     topic, group = run_jobs(cluster, unique, record_lock_duration_ms=int(lock * 1000))
     try:
