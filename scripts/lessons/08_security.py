@@ -521,10 +521,11 @@ cluster.add_user("billing-v1", "first-secret")
 grant(AclBinding(ResourceType.TOPIC, orders, ResourcePatternType.LITERAL, "User:billing-v1", "*",
                  AclOperation.WRITE, AclPermissionType.ALLOW))
 v1_settings = {**cluster.client_config(user="billing-v1"), "message.timeout.ms": 5000}
-v1_producer = Producer({**quiet(), **v1_settings})          # the running application, connected as v1
+v1_producer = Producer({**quiet(), **v1_settings,            # the running application, connected as v1
+                        "message.timeout.ms": 60000})        # patient: a busy machine may answer slowly
 v1_results = []
 v1_producer.produce(orders, value="v1 #1", partition=0, on_delivery=lambda err, msg: v1_results.append(err))
-v1_producer.flush(10)
+v1_producer.flush(60)
 
 # v2: a new user, and a copy of every ACL of v1
 cluster.add_user("billing-v2", "second-secret")
@@ -553,7 +554,7 @@ q_conn
 nb.code("""
 v1_producer.produce(orders, value="v1 #2", partition=0,        # over the connection it already has
                     on_delivery=lambda err, msg: v1_results.append(err))
-v1_producer.flush(10)
+v1_producer.flush(60)
 still_delivers = v1_results[-1] is None
 print("the connected v1 producer still delivers:", still_delivers)
 print("a new v1 connection:", try_connect(v1_settings).error)
