@@ -71,6 +71,31 @@ def java_pids_of(marker: str) -> list[int]:
     return pids
 
 
+def assert_no_jvm_left(marker: str, what: str) -> None:
+    """Wait until no JVM whose command line contains ``marker`` runs: the kernel's watchdog kills its JVMs as the
+    kernel exits, a moment (longer on a loaded machine). Fails naming each one left: its state and command."""
+    from labkit.errors import WaitTimeout
+    from labkit.waiting import Wait
+
+    try:
+        Wait(f"{what}'s JVMs to go", timeout=30, interval=0.25).until(lambda: not java_pids_of(marker))
+    except WaitTimeout:
+        raise AssertionError(f"a JVM outlived {what}'s kernel: {_described(java_pids_of(marker))}") from None
+
+
+def _described(pids: list[int]) -> str:
+    out = []
+    for pid in pids:
+        try:
+            state = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                         if line.startswith("State:"))
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, StopIteration):
+            continue
+        out.append(f"{pid} ({state.split(None, 1)[1]}): {cmd[:160]} ... {cmd[-160:]}")
+    return "; ".join(out) or "gone as the check ended"
+
+
 @pytest.fixture
 def jvm_pids():
     return java_pids_of

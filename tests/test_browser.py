@@ -45,7 +45,7 @@ import nbformat
 import pytest
 
 from checked_outputs import differences, reference_outputs, sanitize_patterns
-from conftest import BROWSER_LESSONS, REPO, java_pids_of
+from conftest import BROWSER_LESSONS, REPO, assert_no_jvm_left
 from labkit.app import lab
 from labkit.grading.exercises import reference_notebook, template
 from labkit.waiting import Wait
@@ -387,22 +387,7 @@ def test_lesson_runs_and_renders_in_chromium(lesson, jupyterlab, browser, shots,
             saved.cells[index].outputs = [nbformat.from_dict(o) for o in outputs]
     differ = differences(reference_outputs(lesson), saved, sanitize_patterns(REPO / "tests" / "nbval_sanitize.cfg"))
     assert not differ, f"checked outputs of {path} differ from the stored ones:\n" + "\n".join(differ)
-    Wait("the lesson's brokers to go", timeout=30, interval=0.5, evidence=lambda: _commands(
-        java_pids_of(str(jupyterlab["data_dir"])))).until(lambda: not java_pids_of(str(jupyterlab["data_dir"])))
-
-
-def _commands(pids: list[int]) -> str:
-    """Each process's state and the start of its command line: what was still running."""
-    out = []
-    for pid in pids:
-        try:
-            state = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-                         if line.startswith("State:"))
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except (OSError, StopIteration):
-            continue
-        out.append(f"{pid} ({state.split(None, 1)[1]}): {cmd[:160]} ... {cmd[-160:]}")
-    return "still running: " + "; ".join(out) if out else ""
+    assert_no_jvm_left(str(jupyterlab["data_dir"]), "the lesson")
 
 
 @pytest.mark.timeout(900)

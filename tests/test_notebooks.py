@@ -21,7 +21,7 @@ import nbformat
 import pytest
 
 from checked_outputs import REFERENCE, differences, reference_outputs, sanitize_patterns
-from conftest import BROWSER_LESSONS, REPO, java_pids_of
+from conftest import BROWSER_LESSONS, REPO, assert_no_jvm_left
 from labkit.app import startpage
 from labkit.authoring import read_source
 
@@ -111,16 +111,6 @@ def _env(data_dir: Path) -> dict[str, str]:
     return env
 
 
-def _no_jvm_left(data_dir: Path) -> None:
-    from labkit.errors import WaitTimeout
-    from labkit.waiting import Wait
-
-    try:  # the kernel's watchdog kills its JVMs as the kernel exits: a moment, longer on a loaded machine
-        Wait("the notebook's JVMs to go", timeout=30, interval=0.25).until(lambda: not java_pids_of(str(data_dir)))
-    except WaitTimeout:
-        raise AssertionError(f"a broker JVM outlived the notebook's kernel: {java_pids_of(str(data_dir))}") from None
-
-
 HEADLESS = [p for p in LESSONS if p.stem not in BROWSER_LESSONS]  # the browser test runs the others
 
 
@@ -137,7 +127,7 @@ def test_lesson_runs_and_its_checked_outputs_match(notebook, output_dir):
              "--execution-timeout", "600"],
             env=_env(Path(data_dir)), capture_output=True, text=True, timeout=1200)
         assert proc.returncode == 0, f"{notebook.name} failed under papermill:\n{proc.stderr[-3000:]}"
-        _no_jvm_left(Path(data_dir))
+        assert_no_jvm_left(data_dir, "the notebook")
     executed = _read(out)
     errors = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
