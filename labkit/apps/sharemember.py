@@ -104,11 +104,13 @@ def run_member(args: argparse.Namespace) -> int:  # pragma: no cover - runs in t
             batch = [m for m in consumer.poll(0.5) if not m.error()]
             if not batch:
                 continue
-            state["held"] = [[m.topic(), m.partition(), m.offset()] for m in batch]
-            save()
+            # Logged before it is listed as held, never after: whoever sees a record held (and then freezes or
+            # kills the member) finds its delivery in the log.
             for m in batch:
                 note(log, "got", topic=m.topic(), p=m.partition(), o=m.offset(), n=m.delivery_count(),
                      k=m.key().decode(errors="replace") if m.key() else None, id=job_of(m.value()).get("id"))
+            state["held"] = [[m.topic(), m.partition(), m.offset()] for m in batch]
+            save()
             if args.ack == "early":  # the mistake poison_queue grades: acknowledged before the work is done
                 state["held"] = []  # held: got and not acknowledged
                 save()
