@@ -30,7 +30,7 @@ from labkit.runtime import classdata, metrics
 from labkit.backends.native import NativeCluster
 from labkit.runtime.distribution import ensure_distribution
 from labkit.runtime.environment import kafka_spec
-from labkit.runtime.processes import free_ports
+from labkit.runtime.ports import free_ports
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -350,7 +350,7 @@ def test_the_class_data_archive_still_maps_with_the_agent():
     from labkit.runtime import classdata
     from labkit.runtime.distribution import ensure_distribution
     from labkit.runtime.environment import kafka_spec
-    from labkit.runtime.processes import free_ports
+    from labkit.runtime.ports import free_ports
 
     dist = ensure_distribution(progress=False)
     _, cp, archive = classdata.broker_setup(dist)

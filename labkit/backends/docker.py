@@ -34,7 +34,7 @@ from ..runtime.brokerlogs import log_file
 from ..cluster import Broker
 from ..runtime.environment import kafka_spec
 from ..errors import BackendError, BrokerStartError, LabkitError, SettingError
-from ..runtime.processes import free_ports
+from ..runtime.ports import free_ports, release_ports
 from ..runtime.profiles import MANAGED_SETTINGS, render_value, validate_settings
 from ..runtime.progress import Progress
 from .owned import Node, OwnedCluster, kraft_properties
@@ -327,6 +327,7 @@ class DockerCluster(OwnedCluster[DockerNode]):
                 self._network.remove()
             except Exception as exc:  # noqa: BLE001
                 log.debug("removing network %s: %s", self.name, exc)
+        release_ports([node.broker.port for node in self._nodes.values()])
 
     # ------------------------------------------------------------ one node
     def _launch(self, node: DockerNode) -> None:
@@ -425,6 +426,7 @@ class DockerCluster(OwnedCluster[DockerNode]):
                 if attempt < 2 and any(s in str(exc).lower() for s in _PORT_TAKEN):
                     log.info("host port %d was taken; retrying node %d with another", host_port, node_id)
                     container.stop()
+                    release_ports([host_port])
                     host_port = free_ports(1)[0]
                     continue
                 raise

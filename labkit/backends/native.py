@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -27,13 +26,15 @@ from ..runtime.jvm import find_java
 from ..runtime.environment import kafka_spec
 from ..errors import BrokerStartError, ClusterStateError, PortInUseError, ProcessStartError
 from ..runtime import agreement
-from ..runtime.processes import ManagedProcess, Supervisor, free_ports, tail
+from ..runtime.ports import free_ports
+from ..runtime.processes import Supervisor, tail
 from ..runtime import limits
 from ..runtime.profiles import load_profile, render_value, validate_settings, validate_values
 from ..runtime.progress import Progress
 from ..cluster import Broker
 from .secured import ADMIN, SECURED_LISTENERS, CertificateAuthority, SecuredCluster, format_arguments
-from .owned import Node, OwnedCluster, data_root, kraft_properties
+from .nativenode import NativeNode
+from .owned import OwnedCluster, data_root, kraft_properties
 from .topology import Topology
 
 log = logging.getLogger(__name__)
@@ -41,34 +42,6 @@ log = logging.getLogger(__name__)
 _BIND_FAILURES = ("Address already in use", "BindException")
 #: What the node launcher (java/LabKafka.java) prints when formatting the storage failed.
 _FORMAT_FAILED = "labkit: formatting the storage failed"
-
-
-@dataclass
-class NativeNode(Node):
-    dir: Path = Path()
-    process: Optional[ManagedProcess] = None
-    #: Where the node's Prometheus JMX exporter serves (None: started without it).
-    metrics_port: Optional[int] = None
-    #: Listener name -> the ``host:port`` this node advertises instead of its own (``NativeCluster.advertise``).
-    advertised: dict[str, str] = field(default_factory=dict)
-    #: The Kafka release this node runs (a rolling upgrade changes it node by node) and its ``broker.rack``.
-    version: str = ""
-    rack: Optional[str] = None
-
-    @property
-    def log_path(self) -> Path:
-        return self.dir / "logs" / "server.log"
-
-    @property
-    def stdout_path(self) -> Path:
-        return self.dir / "logs" / "stdout.log"
-
-    @property
-    def data_dir(self) -> Path:
-        return self.dir / "data"
-
-    def running(self) -> bool:
-        return self.process is not None and self.process.running
 
 
 class NativeCluster(Topology, OwnedCluster[NativeNode]):
@@ -247,6 +220,8 @@ class NativeCluster(Topology, OwnedCluster[NativeNode]):
             node.process = self.supervisor.process(f"broker {node.broker.id}", cmd, node.stdout_path, cwd=node.dir,
                                                    logs=[node.log_path])
         node.process.command = cmd  # a restart (start_broker) does not format again
+        node.log_start = node.log_path.stat().st_size if node.log_path.exists() else 0
+        node.started = False
         node.process.start()
         node.broker.pid = node.process.pid
 
@@ -307,6 +282,9 @@ class NativeCluster(Topology, OwnedCluster[NativeNode]):
         probe = self.admin_for(warm=False, **{"reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 200})
         return lambda: _admin.broker_ids(probe, timeout=1.0)
 
+    def _serving(self, node: NativeNode) -> bool:
+        return node.serving()
+
     def _check_alive(self, nodes: list[NativeNode]) -> None:
         for node in nodes:
             if node.process is None:
@@ -364,7 +342,12 @@ class NativeCluster(Topology, OwnedCluster[NativeNode]):
         controllers = self._profile.controllers
         names = [n for n in self._listener_protocols() if n != "CONTROLLER"]
         exporters = len(self._nodes) if self.exporter else 0
-        ports = iter(free_ports(len(self._nodes) * len(names) + controllers + exporters))
+        assert self.supervisor is not None
+        self.supervisor.let_go([p for n in self._nodes.values()  # a start retried: the ports of the last try
+                                for p in (*n.broker.listeners.values(), n.metrics_port) if p])
+        picked = free_ports(len(self._nodes) * len(names) + controllers + exporters)
+        self.supervisor.hold(picked)
+        ports = iter(picked)
         for node in self._nodes.values():
             node.broker.listeners = {name: next(ports) for name in names}
             if node.broker.id <= controllers:

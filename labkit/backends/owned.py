@@ -297,7 +297,8 @@ class OwnedCluster(Cluster, Generic[N]):
         return node
 
     def _wait_ready(self, bar: Progress) -> None:
-        """Wait until every node's broker is in the cluster metadata, a step of ``bar`` as each appears."""
+        """Wait until every node's broker is in the cluster metadata and serves (:meth:`_serving`), a step of
+        ``bar`` as each appears."""
         nodes = list(self._nodes.values())
         expected = {node.broker.id for node in nodes}
         seen: set[int] = set()
@@ -308,11 +309,16 @@ class OwnedCluster(Cluster, Generic[N]):
             for new in sorted((ids & expected) - seen):
                 seen.add(new)
                 bar.step(f"broker {new} registered")
-            return ids >= expected
+            return ids >= expected and all(self._serving(node) for node in nodes)
 
         Wait(f"all {len(expected)} brokers to register", timeout=self.start_timeout, interval=self.poll_interval,
              hint=self.start_hint, check=lambda: self._check_alive(nodes),
              evidence=lambda: self._evidence(nodes)).until(registered)
+
+    def _serving(self, node: N) -> bool:
+        """The node's broker bound its listeners (a backend that can tell says; listed is not enough: a broker
+        registers before it binds, and one that cannot bind dies after the metadata listed it)."""
+        return True
 
     def _ready_probe(self) -> Callable[[], set[int]]:
         """What :meth:`_wait_ready` asks: the ids of the brokers in the metadata (a backend may ask faster)."""
@@ -324,7 +330,8 @@ class OwnedCluster(Cluster, Generic[N]):
         Right after a kill the dead broker stays listed until its session times out, so being
         listed alone would say a restarted broker is back seconds before its new process serves.
         """
-        return broker.id in self.live_broker_ids() and self._answers(broker)
+        node = self._nodes.get(broker.id)
+        return (node is None or self._serving(node)) and broker.id in self.live_broker_ids() and self._answers(broker)
 
     def _answers(self, broker: Broker) -> bool:
         """A metadata request sent to ``broker``'s own address gets an answer within a second."""

@@ -33,7 +33,7 @@ from ..operations import parse_quorum
 from ..runtime import agreement, classdata
 from ..runtime.distribution import ensure_distribution, tiered_storage_plugin
 from ..runtime.environment import kafka_spec
-from ..runtime.processes import free_ports
+from ..runtime.ports import free_ports
 from ..runtime.tools import run_tool
 from ..waiting import Wait
 from .owned import new_cluster_id
@@ -144,6 +144,9 @@ class Topology:
                                   version or self._most_common_version())
             self._launch(node, format_storage=True)  # type: ignore[attr-defined]
             node.broker.state = "running"
+        Wait(f"broker {node_id} to bind its listeners", timeout=timeout, interval=0.1,  # listed comes first
+             check=lambda: self._check_alive([node]), evidence=lambda: self._evidence([node])  # type: ignore[attr-defined]
+             ).until(lambda: self._serving(node))  # type: ignore[attr-defined]
         agreement.agree(self, f"broker {node_id} registered", agreement.broker_listed(self, node_id),  # type: ignore[arg-type]
                         timeout=timeout)
         return node.broker
@@ -249,7 +252,11 @@ class Topology:
         broker = Broker(id=node_id, host="127.0.0.1", port=0, state="stopped")
         node = type(next(iter(self._nodes.values())))(broker, dict(self.settings), dir=node_dir,  # type: ignore[attr-defined]
                                                       version=version, rack=rack)
-        ports = iter(free_ports(3))
+        picked = free_ports(3)
+        supervisor = getattr(self, "supervisor", None)
+        if supervisor is not None:
+            supervisor.hold(picked)  # released when the cluster stops
+        ports = iter(picked)
         broker.listeners = {"PLAINTEXT": next(ports)}
         if controller:
             broker.listeners["CONTROLLER"] = next(ports)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -28,50 +27,13 @@ from pathlib import Path
 from typing import IO, Callable, Mapping, Optional, Sequence, TypeVar
 
 from ..errors import ProcessStartError
+from .ports import release_ports
 from ..waiting import Wait
 
 T = TypeVar("T")
 
 #: What a managed process is doing, as labkit last saw it.
 STATES = ("new", "running", "paused", "stopped", "killed", "exited")
-
-
-def _listening_range() -> tuple[int, int]:
-    """Ports for servers the lab starts: below the kernel's ephemeral range (``ip_local_port_range``).
-
-    A port the kernel hands out for ``bind(0)`` comes from the ephemeral range, the same range every
-    outgoing connection takes its local port from: on a busy machine (many clients connecting) one of
-    them took a broker's port before the broker bound it. Below that range only listeners live.
-    """
-    try:
-        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return (0, 0)
-    return (max(1024, low - 12000), low) if low - 12000 >= 1024 else (0, 0)
-
-
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct ports that were free a moment ago, outside the ephemeral range where there is one
-    (see :func:`_listening_range`); another process can still bind one first: the caller retries."""
-    import random
-
-    low, high = _listening_range()
-    socks: list[socket.socket] = []
-    try:
-        tries = 0
-        while len(socks) < count:
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            tries += 1
-            try:
-                s.bind((host, random.randrange(low, high) if high and tries < 50 * count else 0))
-            except OSError:
-                s.close()
-                continue
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def tail(path: Path, lines: int) -> str:
@@ -362,6 +324,7 @@ class Supervisor:
         self._watchdog = Watchdog()
         self._watchdog.cleanup(self.root)
         self._processes: list[ManagedProcess] = []
+        self._ports: list[int] = []
         self._lock = threading.Lock()
         self._closed = False
 
@@ -376,6 +339,17 @@ class Supervisor:
         with self._lock:
             self._processes.append(proc)
         return proc
+
+    def hold(self, ports: Sequence[int]) -> None:
+        """Keep ``ports`` (from :func:`free_ports`) reserved until :meth:`stop_all`: its servers bind them."""
+        with self._lock:
+            self._ports.extend(ports)
+
+    def let_go(self, ports: Sequence[int]) -> None:
+        """Release ``ports`` before :meth:`stop_all` (a start retried on new ones)."""
+        with self._lock:
+            self._ports = [p for p in self._ports if p not in ports]
+        release_ports(ports)
 
     def stop_all(self, remove_root: bool = True) -> None:
         """Kill every process (newest first), stop the watchdog and remove ``root``. Safe to call twice."""
@@ -393,5 +367,6 @@ class Supervisor:
             else:
                 proc._reap()
         self._watchdog.close()
+        release_ports(self._ports)  # after the processes that bound them are gone
         if remove_root:
             shutil.rmtree(self.root, ignore_errors=True)

@@ -43,7 +43,8 @@ from ..runtime.environment import environments_dir
 from ..errors import LabkitError
 from ..runtime.jvm import find_java
 from ..runtime.maven import ArtifactSet, cached, fetch, jar_artifact, keep_missing_jars, resolve
-from ..runtime.processes import ManagedProcess, free_ports, tail
+from ..runtime.ports import free_ports
+from ..runtime.processes import ManagedProcess, tail
 from ..runtime.progress import Progress
 from ..runtime.steps import step
 from . import http, java_options, replication_factor, service_dir, supervisor_of
@@ -206,6 +207,7 @@ def start(cluster: Any, wait: bool = True, timeout: float = 120.0, heap: str = "
         group = "labkit-connect" if getattr(cluster, "owns_brokers", False) else f"labkit-connect-{uuid.uuid4().hex[:6]}"
     where = service_dir(cluster, f"connect-{uuid.uuid4().hex[:6]}")
     port = free_ports(1)[0]
+    supervisor_of(cluster).hold([port])
     props = worker_properties(cluster, port, group, **settings)
     properties = where / "worker.properties"
     properties.write_text("".join(f"{k}={_render(v)}\n" for k, v in props.items()))

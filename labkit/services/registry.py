@@ -35,7 +35,8 @@ from ..errors import DistributionError, LabkitError
 from ..runtime.jvm import find_java
 from ..runtime.cache import cache_dir, file_lock
 from ..runtime.maven import repository
-from ..runtime.processes import ManagedProcess, free_ports
+from ..runtime.ports import free_ports
+from ..runtime.processes import ManagedProcess
 from ..runtime.progress import Progress
 from ..runtime.steps import step
 from . import answers, http, java_options, service_dir, supervisor_of
@@ -187,6 +188,7 @@ def start(cluster: Any, timeout: float = 120.0) -> SchemaRegistry:
     jar = ensure_registry(progress=True)
     where = service_dir(cluster, "schema-registry")
     port = free_ports(1)[0]
+    supervisor_of(cluster).hold([port])
     log_file = where / "registry.log"
     cmd = [str(find_java().executable), *java_options("128m"),
            f"-Dlabkit.cluster={getattr(cluster, 'data_dir', where)}",
