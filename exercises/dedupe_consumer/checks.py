@@ -44,12 +44,17 @@ def apply_payments(user, db_path, schema, payments):
         db.close()
 
 
-def start_bank(user, bootstrap, topic, group, db_path, schema, log, total):
+def start_bank(user, bootstrap, topic, group, db_path, schema, log, total, crash_after=None):
     """A task: the grader's at-least-once consumer in a child forked from the kernel; returns its pid.
 
     It applies every payment with the learner's ``apply_payment``, logs it, and after each batch commits
     the offsets of the batch's *first* records: every restart delivers the last batch again, so every
     crash makes replays (a real consumer replays after a crash too, only not always).
+
+    ``crash_after``: once it applied that many payments, it dies (SIGKILL) the first time an
+    ``apply_payment`` call goes on after committing a transaction -- the one moment a random crash may
+    miss, when one payment's effects are committed in part. Code that commits each payment in one
+    transaction never meets it.
     """
 
     from labkit.grading.harness import forked
@@ -58,6 +63,8 @@ def start_bank(user, bootstrap, topic, group, db_path, schema, log, total):
 
     def body():
         import json
+        import os
+        import signal
         import sqlite3
         import time
 
@@ -65,6 +72,15 @@ def start_bank(user, bootstrap, topic, group, db_path, schema, log, total):
 
         db = sqlite3.connect(db_path)
         db.executescript(schema)
+        call = {"n": 0, "in": False, "commits": 0}
+
+        def between_transactions(sql: str) -> None:  # SQLite's trace: every statement, COMMIT included
+            if call["in"] and call["commits"] and crash_after is not None and call["n"] > crash_after:
+                os.kill(os.getpid(), signal.SIGKILL)  # a statement after a commit, in the same payment
+            if sql.lstrip().upper().startswith(("COMMIT", "END")):
+                call["commits"] += 1
+
+        db.set_trace_callback(between_transactions)
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
                              "session.timeout.ms": 6000, "enable.auto.commit": False})
         consumer.subscribe([topic])
@@ -86,7 +102,9 @@ def start_bank(user, bootstrap, topic, group, db_path, schema, log, total):
                 first = {}
                 for msg in batch:
                     first.setdefault(msg.partition(), msg.offset())
+                    call.update(n=call["n"] + 1, commits=0, **{"in": True})
                     apply_payment(db, json.loads(msg.value()))
+                    call["in"] = False
                     out.write(msg.value().decode() + "\n")
                     seen.add(msg.value().decode())
                     time.sleep(0.002)  # paced, so that the grader's crashes land mid-stream on a fast machine too

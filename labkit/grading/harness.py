@@ -103,8 +103,11 @@ def child_error(user: Any, pid: int) -> str:
 
 
 def kill(ns: Any, pid: int, timeout: float = 15.0) -> None:
-    """SIGKILL a forked child (as a crash would) and let the kernel reap it."""
-    try:
+    """SIGKILL a forked child (as a crash would) and let the kernel reap it; one that ended already is only reaped:
+    once reaped, its pid may be another process's (a broker's) at any moment."""
+    if ns.run(reap, pid) is not None:
+        return
+    try:  # not reaped: the pid is still our child's, even if it has just ended
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
