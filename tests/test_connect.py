@@ -159,7 +159,9 @@ def test_the_rest_client_drives_a_connector_through_its_life(worker, tmp_path, u
     assert worker.wait_for(name_sink)["type"] == "sink"
     Wait("3 lines", timeout=30).until(lambda: _lines(sink) == ["one", "two", "three"])
     assert {name_src, name_sink} <= set(worker.connectors())
-    assert worker.topics(name_sink) == [topic] and worker.tasks(name_src)[0]["id"]["task"] == 0
+    # the task used the topic before it wrote the lines; the worker reads that back from its status topic
+    Wait("the sink's active topic", timeout=30).until(lambda: worker.topics(name_sink) == [topic])
+    assert worker.tasks(name_src)[0]["id"]["task"] == 0
     assert worker.overview().set_index("connector").loc[name_sink, "state"] == "RUNNING"
 
     worker.pause(name_sink)

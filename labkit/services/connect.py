@@ -337,7 +337,8 @@ class ConnectWorker:
         return self._call("GET", f"/connectors/{self._name(name)}/tasks")
 
     def topics(self, name: str) -> list[str]:
-        """The topics the connector has used since it was created (KIP-558)."""
+        """The topics the connector has used since it was created (KIP-558). The worker learns them from its status
+        topic, a moment after a task first used one: records already delivered do not mean it is listed yet."""
         return self._call("GET", f"/connectors/{self._name(name)}/topics").get(name, {}).get("topics", [])
 
     def pause(self, name: str) -> None:
