@@ -12,7 +12,8 @@ PYTEST_ARGS ?=
 # workers the 2 cores were 85 % busy (2026-11-27: 2,936 CPU-s in a 28:49 pytest run). A fifth worker did not
 # help: the same CPU-seconds, every test slower (8,347 worker-seconds instead of 6,853), 28:14.
 # loadgroup: tests sharing a costly fixture (the session cluster, a module's secured cluster, JupyterLab) run in one
-# worker, the rest one at a time, longest first (tests/conftest.py).
+# worker, the rest one at a time, longest first (tests/conftest.py). Every test's time is kept in
+# test-output/junit.xml, to see where the minutes go.
 JOBS ?= 4
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -34,7 +35,7 @@ lab: setup
 	$(VENV)/bin/labkit lab
 
 test: setup setup-browser setup-classroom-if-root
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=30 $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=30 --junitxml=test-output/junit.xml $(PYTEST_ARGS)
 
 # Debian's Chromium for the real-browser test: Playwright drives it, nothing is downloaded at test time.
 setup-browser:

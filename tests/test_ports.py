@@ -67,5 +67,8 @@ def test_a_node_serves_once_its_own_jvm_logged_the_end_of_start_up(tmp_path):
         fh.write("[10:00:20,000] INFO [BrokerLifecycleManager id=1] Successfully registered broker 1\n")
     assert not node.serving(), "registered (listed in the metadata) is not serving"
     with node.log_path.open("a") as fh:
-        fh.write("[10:00:21,000] INFO [BrokerServer id=1] Transition from STARTING to STARTED (BrokerServer)\n")
-    assert node.serving()
+        fh.write("[10:00:21,000] INFO [BrokerServer id=1] Transition from STARTING to ")  # half a line so far
+    assert not node.serving()
+    with node.log_path.open("a") as fh:
+        fh.write("STARTED (BrokerServer)\n")
+    assert node.serving(), "read on from where the last look ended, the line the last look saw half of included"

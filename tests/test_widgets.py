@@ -159,7 +159,8 @@ for line in sys.stdin:
     request = json.loads(line)
     if request["groups"] == ["crash"]:
         os._exit(134)  # what a librdkafka assertion does to the process
-    print(json.dumps({"listed": ["g1"], "groups": [], "error": None, "asked": request["groups"]}), flush=True)
+    print(json.dumps({"listed": ["g1"], "groups": [], "error": None, "asked": request["groups"],
+                      "timed_out": request["groups"] == ["slow"], "pid": os.getpid()}), flush=True)
 """
 
 
@@ -185,6 +186,34 @@ def test_a_crashing_group_reader_is_reported_and_restarted(monkeypatch, tmp_path
     finally:
         reader.close()
     assert reader.pid is None
+
+
+def test_a_reader_whose_request_timed_out_is_replaced_before_the_next_request(monkeypatch, tmp_path):
+    """After a timed-out answer the next request goes to a new process (a new client: see groupreader.py),
+    and that is no crash."""
+    script = tmp_path / "echo_reader.py"
+    script.write_text(_ECHO_READER)
+    monkeypatch.setattr("labkit.view.groupread.READER_SCRIPT", script)
+    reader = GroupReader({"bootstrap.servers": "127.0.0.1:1"})
+    try:
+        first = reader.read(["g1"], timeout=5)["pid"]
+        assert reader.read(["g1"], timeout=5)["pid"] == first  # kept while its requests are answered
+        slow = reader.read(["slow"], timeout=5)
+        assert slow["pid"] == first and slow["timed_out"]
+        assert reader.pid is None  # ended at once: its client may be waiting for a dead coordinator
+        assert reader.read(["g1"], timeout=5)["pid"] not in (None, first) and reader.crashes == 0
+    finally:
+        reader.close()
+
+
+def test_the_reader_tells_a_timeout_from_other_failures():
+    from confluent_kafka import KafkaError, KafkaException
+
+    from labkit.view.groupreader import timed_out
+    assert timed_out(TimeoutError())
+    assert timed_out(KafkaException(KafkaError(KafkaError._TIMED_OUT)))
+    assert not timed_out(KafkaException(KafkaError(KafkaError.NOT_COORDINATOR)))
+    assert not timed_out(ValueError("bad request"))
 
 
 # ------------------------------------------------------------------------------------------ the view, no broker

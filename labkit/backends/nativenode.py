@@ -24,7 +24,8 @@ class NativeNode(Node):
     #: The Kafka release this node runs (a rolling upgrade changes it node by node) and its ``broker.rack``.
     version: str = ""
     rack: Optional[str] = None
-    #: Where its server.log ended when its JVM was last launched, and whether that JVM has said it serves.
+    #: Where :meth:`serving` reads server.log from: where it ended when the JVM was last launched, moved on
+    #: past what was read since (a broker logs ~200 KB while it starts); and whether that JVM has said it serves.
     log_start: int = 0
     started: bool = False
 
@@ -41,9 +42,12 @@ class NativeNode(Node):
             try:
                 with open(self.log_path, "rb") as fh:
                     fh.seek(self.log_start)
-                    self.started = _STARTED in fh.read()
+                    read = fh.read()
             except OSError:
                 return False
+            self.started = _STARTED in read
+            # the next read starts a line's worth before this one ended: the line may have been half written
+            self.log_start += max(len(read) - len(_STARTED), 0)
         return self.started
 
     @property

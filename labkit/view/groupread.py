@@ -146,7 +146,10 @@ class GroupReader:
         if not line:
             self._crashed()
         self._sent_at = None
-        return json.loads(line)
+        answer = json.loads(line)
+        if answer.get("timed_out"):
+            self._retire()  # the next request gets a new client: see groupreader.py
+        return answer
 
     def read(self, groups: Optional[Sequence[str]], timeout: float) -> dict[str, Any]:
         """:meth:`send` and wait for the answer."""
@@ -173,6 +176,16 @@ class GroupReader:
         self.proc = subprocess.Popen(
             [sys.executable, str(READER_SCRIPT), json.dumps(self.config)], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True)
+
+    def _retire(self) -> None:
+        """End the reader at once (it holds no state); the next :meth:`send` starts a new one."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait(timeout=5)
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    pipe.close()
 
     def close(self) -> None:
         proc, self.proc, self._sent_at = self.proc, None, None

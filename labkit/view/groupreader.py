@@ -14,12 +14,28 @@ in rd_kafka_handle_OffsetFetch on NOT_COORDINATOR (librdkafka issue #5040), both
 reproduced here with a live view while killing and pausing brokers. Here such a
 crash costs one answer (the parent restarts the reader), not the learner's kernel.
 
+An answer says whether a request ``timed_out``; the parent then replaces this
+process, so the next request starts with a new client. librdkafka keeps each
+group's coordinator in a cache that only a NOT_COORDINATOR answer clears, and an
+entry in use does not expire (``metadata.max.age.ms``, 15 min): after the
+coordinator is killed, a request can wait for that dead broker to come back
+instead of asking who took over (rdkafka_coord.c). And the next request on a
+client whose request timed out this way has aborted the process
+(``rd_kafka_enq_once_del_source_return: Assertion `eonce->refcnt > 0'``), in
+4 of 6 coordinator kills under load. A new client asks FindCoordinator afresh.
+
 This file imports nothing from labkit, so it starts fast and runs as a plain script.
 """
 
 import json
 import sys
 import time
+
+
+def timed_out(exc: BaseException) -> bool:
+    """The request got no answer in time (the future's wait or librdkafka's own request timeout)."""
+    err = exc.args[0] if exc.args else None
+    return isinstance(exc, TimeoutError) or (hasattr(err, "name") and err.name() == "_TIMED_OUT")
 
 
 def reason(exc: BaseException) -> str:
@@ -40,7 +56,7 @@ def answer(admin, request: dict) -> dict:
     def left() -> float:
         return max(end - time.monotonic(), 0.05)
 
-    out: dict = {"listed": None, "groups": [], "error": None}
+    out: dict = {"listed": None, "groups": [], "error": None, "timed_out": False}
     try:
         ids = request["groups"]
         if ids is None:
@@ -64,9 +80,11 @@ def answer(admin, request: dict) -> dict:
                         group["state"] = "not found"
                     else:
                         group["error"] = reason(exc)
+                        out["timed_out"] |= timed_out(exc)
                     continue
                 except Exception as exc:  # noqa: BLE001 - the child reports every failure to its parent as text
                     group["error"] = reason(exc)
+                    out["timed_out"] |= timed_out(exc)
                     continue
                 group["state"] = (getattr(desc.state, "name", None) or str(desc.state)).lower()
                 group["coordinator"] = desc.coordinator.id if desc.coordinator is not None else None
@@ -81,9 +99,11 @@ def answer(admin, request: dict) -> dict:
                                           if tp.offset >= 0]
                 except Exception as exc:  # noqa: BLE001 - the child reports every failure to its parent as text
                     group["error"] = "offsets: " + reason(exc)
+                    out["timed_out"] |= timed_out(exc)
     except Exception as exc:  # noqa: BLE001 - the child reports every failure to its parent as text
         out["error"] = reason(exc)
         out["failed"] = True
+        out["timed_out"] |= timed_out(exc)
     return out
 
 
