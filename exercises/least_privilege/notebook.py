@@ -41,7 +41,7 @@ from labkit.runtime.agreement import acl_barrier
 from labkit.security import describe_acls
 
 labkit.setup_check()
-cluster = labkit.start_cluster("secured")     # TLS, SCRAM-SHA-512, ACLs: nothing is allowed without one
+cluster = labkit.start_cluster("secured-single-broker")  # TLS, SCRAM-SHA-512, ACLs: nothing allowed without one
 ex = exercise("least_privilege")
 """)
 nb.md("""
