@@ -86,3 +86,25 @@ def test_pid_reuse_guard_in_watchdog(tmp_path, ours):
     finally:
         victim.kill()
         victim.wait()
+
+
+def test_a_cluster_started_on_use_starts_nothing_until_a_cell_uses_it(monkeypatch, tmp_path, jvm_pids):
+    """What the grader's kernel gets (LABKIT_CLUSTER_ON_USE): the notebook's own cluster costs nothing unused."""
+    import labkit
+
+    monkeypatch.setenv("LABKIT_CLUSTER_ON_USE", "1")
+    monkeypatch.setenv("LABKIT_DATA_DIR", str(tmp_path))
+    unused = labkit.start_cluster("single-broker", progress=False)
+    assert "starts when a cell first uses it" in repr(unused)
+    unused.stop()
+    assert jvm_pids(str(tmp_path)) == [] and list(tmp_path.iterdir()) == []
+
+    cluster = labkit.start_cluster("single-broker", progress=False)
+    assert list(tmp_path.iterdir()) == []
+    topic = cluster.create_topic("on-first-use", partitions=2)  # the first use starts it, then does the work
+    assert [p.partition for p in cluster.describe_topic(topic)] == [0, 1]
+    assert len(jvm_pids(str(cluster.data_dir))) == 1 and f"{cluster.brokers[0].id}@" in repr(cluster)
+    cluster.label = "mine"  # attributes are the real cluster's
+    assert cluster.label == "mine"
+    cluster.stop()
+    assert jvm_pids(str(tmp_path)) == []

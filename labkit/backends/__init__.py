@@ -15,13 +15,13 @@ Layer: backends, below the app and grading, above the cluster they subclass.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union, cast
 
 from ..cluster import Cluster
 from .clusterset import COLOURS, ClusterSet
 from ..errors import BackendError
 from ..runtime.profiles import DEFAULT_PROFILE
-from . import docker, external, native
+from . import deferred, docker, external, native
 from .external import ExternalCluster, connect
 
 #: Backend name -> factory(profile, *, overrides, progress, start_timeout, **options) -> started Cluster.
@@ -45,6 +45,8 @@ def start_cluster(profile: str = DEFAULT_PROFILE, backend: Optional[str] = None,
     ``start_timeout`` bounds the wait (default: the backend's own). ``schema_registry=True``
     starts a schema registry beside the brokers (``cluster.schema_registry_url``). ``kafka_version``
     starts the native backend's brokers on another cached Kafka release (the previous one: lesson 13).
+    With ``LABKIT_CLUSTER_ON_USE`` set (the grader's kernel) a cluster of the notebook's own starts when
+    a cell first uses it (:mod:`labkit.backends.deferred`).
     """
     if backend is None:
         attach = bootstrap_servers or os.environ.get("LABKIT_BOOTSTRAP")
@@ -66,15 +68,21 @@ def start_cluster(profile: str = DEFAULT_PROFILE, backend: Optional[str] = None,
         options["kafka_version"] = kafka_version
     if backend == "external" and not bootstrap_servers and os.environ.get("LABKIT_BOOTSTRAP"):
         settings = {}  # a notebook written for its own cluster, attached to a shared one: its settings cannot apply
-    cluster = BACKENDS[backend](profile, overrides=settings, progress=progress, start_timeout=start_timeout,
-                                **options)
-    if schema_registry:
-        try:
-            cluster.start_schema_registry()
-        except BaseException:
-            cluster.stop()
-            raise
-    return cluster
+
+    def start() -> Cluster:
+        cluster = BACKENDS[backend](profile, overrides=settings, progress=progress, start_timeout=start_timeout,
+                                    **options)
+        if schema_registry:
+            try:
+                cluster.start_schema_registry()
+            except BaseException:
+                cluster.stop()
+                raise
+        return cluster
+
+    if backend != "external" and os.environ.get(deferred.ENV, "0") not in ("", "0"):
+        return cast(Cluster, deferred.DeferredCluster(start, f"{profile} cluster ({backend})"))
+    return start()
 
 
 def start_clusters(names: Sequence[str], profile: Union[str, Mapping[str, str]] = DEFAULT_PROFILE,

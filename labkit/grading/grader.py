@@ -5,7 +5,8 @@
    protects, with the reason.
 2. The grader starts the exercise's cluster itself (fresh, one per submission).
 3. The notebook runs top to bottom in a fresh kernel (attached to that cluster when the
-   exercise shares it); its own check cells stay silent (``LABKIT_GRADING``).
+   exercise shares it); its own check cells stay silent (``LABKIT_GRADING``), and a cluster it starts
+   itself starts when a cell first uses it (``backends.deferred``).
 4. Every check, visible and hidden, runs in the grader's process: it asks the kernel for
    plain values and watches the broker itself. The learner's notebook file is not modified.
 """
@@ -22,6 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
+from ..backends.deferred import ENV as CLUSTER_ON_USE
 from .checks import GradingError, not_run, run_check
 from .exercises import exercise, exercise_id_of, template
 from .kernel import KernelSession, RemoteNamespace
@@ -143,7 +145,10 @@ def grade(path: str | Path, timeout: float = 600.0, executed: Optional[Path] = N
     work = Path(tempfile.mkdtemp(prefix=f"labkit-grade-{ex_id}-"))
     try:
         with _grader_cluster(ex.cluster, work) as cluster:
-            env = {**os.environ, "LABKIT_DATA_DIR": str(work), "LABKIT_GRADING": "1", "LABKIT_METRICS": "0"}
+            # A cluster the notebook starts itself (SHARE_CLUSTER = False) serves only its demo cells, which
+            # are not run while untouched: it starts when a cell first uses it (backends.deferred).
+            env = {**os.environ, "LABKIT_DATA_DIR": str(work), "LABKIT_GRADING": "1", "LABKIT_METRICS": "0",
+                   CLUSTER_ON_USE: "1"}
             env.pop("LABKIT_BOOTSTRAP", None)
             env.pop("LABKIT_CLIENT_CONFIG", None)
             if cluster is not None and ex.share_cluster:
