@@ -185,21 +185,28 @@ def describe_topic(admin: AdminClient, name: str, timeout: float = 10.0) -> Topi
 
 def _offsets(admin: AdminClient, topic: str, partitions: list[int], spec: OffsetSpec,
              timeout: float) -> dict[int, Optional[int]]:
+    found = list_offsets(admin, [TopicPartition(topic, p) for p in partitions], spec, timeout)
+    return {p: offset for (_, p), offset in found.items()}
+
+
+def list_offsets(admin: AdminClient, partitions: list[TopicPartition], spec: OffsetSpec,
+                 timeout: float) -> dict[tuple[str, int], Optional[int]]:
+    """``{(topic, partition): offset}`` for ``spec`` (earliest, latest), None where it could not be read."""
     if not partitions:
         return {}
-    request = {TopicPartition(topic, p): spec for p in partitions}
-    out: dict[int, Optional[int]] = {}
+    request = {TopicPartition(tp.topic, tp.partition): spec for tp in partitions}
+    out: dict[tuple[str, int], Optional[int]] = {}
     try:
         # the whole timeout: under load a led partition's offsets can take seconds, and None means "no offsets"
         futures = admin.list_offsets(request, request_timeout=timeout)
     except KafkaException:
-        return {p: None for p in partitions}
+        return {(tp.topic, tp.partition): None for tp in partitions}
     deadline = time.monotonic() + timeout
     for tp, fut in futures.items():
         try:
-            out[tp.partition] = fut.result(timeout=max(deadline - time.monotonic(), 0.01)).offset
+            out[(tp.topic, tp.partition)] = fut.result(timeout=max(deadline - time.monotonic(), 0.01)).offset
         except Exception:  # noqa: BLE001 - an offline partition has no offsets to show
-            out[tp.partition] = None
+            out[(tp.topic, tp.partition)] = None
     return out
 
 

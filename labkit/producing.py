@@ -336,7 +336,7 @@ class Traffic:
         self.tag = uuid.uuid4().hex[:8]
         self.stats = ClientStats()
         # 50 ms: at 200 records/s the batches carry several records each. With 5 ms nearly every record was a
-        # request of its own: three brokers spent 20-22 CPU-s per 30 s of traffic, against 7.2-7.7 with 50 ms
+        # request of its own: three brokers spent 15.8-24.1 CPU-s per 30 s of traffic, against 7.2-7.7 with 50 ms
         # (2026-11-28, 2 cores). Each record waits at most 50 ms more for its acknowledgement.
         self._config = {"acks": "all", "linger_ms": 50, **producer_config}
         self.sent = 0

@@ -44,18 +44,23 @@ def lag(app: App) -> "pd.DataFrame":
     (end and lag empty where the partition's end offset could not be read)."""
     import pandas as pd
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
 
+    from ..admin import list_offsets
+
+    admin = app.cluster.admin()
     names = [app.topology.broker_name(topic) for topic in app.topology.source_topics()]
-    topics = app.cluster.admin().list_topics(timeout=10).topics
+    topics = admin.list_topics(timeout=10).topics
     wanted = [TopicPartition(name, p) for name in names if name in topics for p in sorted(topics[name].partitions)]
     # The commits first, then the ends: read the other way round, a record the application wrote to its own
     # repartition topic after that topic's end was read, in the same moment as it committed the input record it came
     # from, looked processed (no lag anywhere) while it was not. Read this way, anything written or committed
     # between the two reads shows as lag.
-    found = app.cluster.admin().list_consumer_group_offsets([ConsumerGroupTopicPartitions(app.name, wanted)])
+    found = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(app.name, wanted)])
     committed = {(tp.topic, tp.partition): tp.offset for tp in found[app.name].result(timeout=20).topic_partitions}
-    rows = [{"topic": name, "partition": p.partition, "end": p.high_watermark}  # end None: not known
-            for name in names for p in app.cluster.describe_topic(name).partitions]
+    ends = list_offsets(admin, wanted, OffsetSpec.latest(), timeout=10)  # each partition's high watermark
+    rows = [{"topic": tp.topic, "partition": tp.partition, "end": ends[(tp.topic, tp.partition)]} for tp in wanted]
+    rows += [{"topic": name, "partition": None, "end": None} for name in names if name not in topics]  # not there yet
     for row in rows:
         row["committed"] = max(committed.get((row["topic"], row["partition"]), -1), 0)
         row["lag"] = None if row["end"] is None else max(row["end"] - row["committed"], 0)
