@@ -185,9 +185,11 @@ class ClusterReader:
     one Metadata request, fast even while brokers die) then :meth:`complete` (log-end offsets
     and consumer groups, which may wait on dead brokers).
 
-    It owns what it opens: a client on the running brokers while one is paused (a frozen
-    broker never answers, so requests sent to it only time out), and the group reader
-    process. :meth:`close` releases them.
+    It owns what it opens: a client on the running brokers while one is paused, killed or stopped,
+    and the group reader process. :meth:`close` releases them. (A frozen broker never answers, so
+    requests sent to it only time out; and librdkafka retries a request on the broker it was sent
+    to, so the cluster's client asked for metadata in the moment a broker died answered only after
+    the timeout: seen as "metadata: ... Timed out" under the view right after its kill button.)
     """
 
     def __init__(self, cluster: "ClusterLike", topics: Optional[Sequence[str]] = None, groups: GroupsOption = None,
@@ -306,8 +308,8 @@ class ClusterReader:
             raise _ClusterStopped()
 
     def _admin(self, known: Sequence[tuple[int, str]]) -> AdminClient:
-        """The cluster's client, or one on the running brokers only while some broker is paused."""
-        if not any(state == "paused" for _, state in known):
+        """The cluster's client, or one on the running brokers only while some broker is not running."""
+        if not any(state in ("paused", "killed", "stopped") for _, state in known):
             return self.cluster.admin()
         running = tuple(sorted(b.address for b in self.cluster.brokers if b.state == "running"))
         if not running:
