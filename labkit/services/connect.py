@@ -360,8 +360,17 @@ class ConnectWorker:
     def restart_task(self, name: str, task: int = 0) -> None:
         self._call("POST", f"/connectors/{self._name(name)}/tasks/{task}/restart")
 
-    def delete(self, name: str) -> None:
-        self._call("DELETE", f"/connectors/{self._name(name)}")
+    def delete(self, name: str, timeout: float = 60.0) -> None:
+        """Delete the connector and return once the worker has stopped it and its tasks.
+
+        ``DELETE`` answers as soon as the config topic holds the tombstone; the worker stops the connector
+        afterwards and only then writes its status away, so until then ``status(name)`` still answers (and a
+        connector created again under the name could meet the old one's tasks). This waits for the 404.
+        """
+        path = f"/connectors/{self._name(name)}"
+        self._call("DELETE", path)
+        self.process.wait_ready(f"connector {name!r} to be gone", lambda: self.request("GET", path + "/status")[0] == 404,
+                                timeout=timeout, interval=0.2, hint=f"worker.log(grep={name!r}) shows why it is not.")
 
     def offsets(self, name: str) -> list[dict[str, Any]]:
         """Where the connector is (KIP-875): a source's ``partition``/``offset`` maps, a sink's ``kafka_offset`` per
