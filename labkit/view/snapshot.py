@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from . import groupreader
-from ..admin import PartitionState, TopicState
+from ..admin import PartitionState, TopicState, list_offsets
 from ..errors import ClusterStateError
 from .groupread import GroupReader, GroupView, MemberView, PartitionLag, parse_group, reader_settings, shared_reader
 from .panel import PanelData, PanelReader
@@ -153,33 +153,6 @@ def topic_state_from_metadata(name: str, topic: Any) -> TopicState:
     return TopicState(name, tuple(parts))
 
 
-class _Deadline:
-    """One time budget shared by several requests."""
-
-    def __init__(self, seconds: float) -> None:
-        self.end = time.monotonic() + seconds
-
-    def left(self) -> float:
-        return max(self.end - time.monotonic(), 0.05)
-
-
-def _end_offsets(admin: AdminClient, partitions: Iterable[tuple[str, int]],
-                 deadline: _Deadline) -> dict[tuple[str, int], Optional[int]]:
-    """Log-end offsets (what a read_uncommitted consumer can reach); None where unreadable (no leader)."""
-    wanted = sorted(set(partitions))
-    if not wanted:
-        return {}
-    futures = admin.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t, p in wanted},
-                                 request_timeout=deadline.left())
-    out: dict[tuple[str, int], Optional[int]] = {}
-    for tp, fut in futures.items():
-        try:
-            out[(tp.topic, tp.partition)] = fut.result(timeout=deadline.left()).offset
-        except Exception:  # noqa: BLE001 - a partition without a leader has no end to show
-            out[(tp.topic, tp.partition)] = None
-    return out
-
-
 class ClusterReader:
     """Reads what the view shows, in two steps: :meth:`layout` (brokers, leaders, replicas, ISR:
     one Metadata request, fast even while brokers die) then :meth:`complete` (log-end offsets
@@ -273,7 +246,9 @@ class ClusterReader:
                    if leaders.get(tp, -1) in answering | {-1}}
         try:
             admin = self._admin([(b.id, b.state) for b in layout.brokers])
-            ends = _end_offsets(admin, wanted, _Deadline(self.timeout))
+            # log-end offsets (what a read_uncommitted consumer can reach); None where a partition has no leader
+            ends = list_offsets(admin, [TopicPartition(t, p) for t, p in sorted(set(wanted))], OffsetSpec.latest(),
+                                self.timeout)
         except Exception as exc:  # noqa: BLE001
             ends = {}
             errors.append(f"offsets: {short_error(exc)}")
