@@ -247,7 +247,7 @@ class ClusterReader:
         try:
             admin = self._admin([(b.id, b.state) for b in layout.brokers])
             # log-end offsets (what a read_uncommitted consumer can reach); None where a partition has no leader
-            ends = list_offsets(admin, [TopicPartition(t, p) for t, p in sorted(set(wanted))], OffsetSpec.latest(),
+            ends = list_offsets(admin, [TopicPartition(t, p) for t, p in sorted(wanted)], OffsetSpec.latest(),
                                 self.timeout)
         except Exception as exc:  # noqa: BLE001
             ends = {}

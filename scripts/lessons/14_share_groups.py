@@ -108,7 +108,15 @@ try:
         return len(finished) == 2
 
     Wait(f"both groups to finish {len(ids)} jobs", timeout=120, interval=0.1).until(both_finished)
-    view = queue.describe()   # kafka-share-groups, while the members are still there
+    # A member counts a job done before its commit reaches the broker: read the broker's view
+    # (kafka-share-groups, while the members are still there) once it holds every acknowledgement.
+    lags = []
+    def acknowledged():
+        seen = queue.describe()
+        lags.append(seen.total_lag)
+        return seen if seen.total_lag == 0 else None
+    view = Wait("the broker to count every job acknowledged (lag 0)", timeout=60, interval=0.5,
+                evidence=lambda: f"lag seen in each read: {lags}").until(acknowledged)
 finally:
     classic.stop()
     queue.stop()
@@ -139,10 +147,13 @@ someone to leave. A share group scales with **members**: the throughput table ab
 on the same topic, done by more hands. The broker's own view of the share group, from Kafka's
 `kafka-share-groups --describe` (labkit has to run the Java tool: librdkafka has no admin API for
 share groups yet) — members spread over both partitions, and for each partition a start offset and
-the **lag**, the records not yet acknowledged:
+the **lag**, the records not yet acknowledged. A member counts a job done before its
+acknowledgement reaches the broker (it commits asynchronously, without waiting for the answer), so the cell
+above read the view until the broker's lag was 0; the first line below shows the lag of each read:
 """)
 nb.code("""
-print(f"group {view.id}: {view.state}, coordinator broker {view.coordinator}, {len(view.members)} members")
+print(f"group {view.id}: {view.state}, coordinator broker {view.coordinator}, {len(view.members)} members; "
+      f"lag in each read after the last job was done: {lags}")
 view.to_frame()
 """)
 nb.code("""
