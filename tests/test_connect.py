@@ -164,10 +164,14 @@ def test_the_rest_client_drives_a_connector_through_its_life(worker, tmp_path, u
     assert worker.tasks(name_src)[0]["id"]["task"] == 0
     assert worker.overview().set_index("connector").loc[name_sink, "state"] == "RUNNING"
 
-    worker.pause(name_sink)
-    worker.wait_for(name_sink, "PAUSED")
+    def states(name):
+        status = worker.status(name)
+        return [status["connector"]["state"], *(t["state"] for t in status["tasks"])]
+
+    worker.pause(name_sink)                       # pause, resume and stop return once the worker has acted
+    assert states(name_sink) == ["PAUSED", "PAUSED"]
     worker.resume(name_sink)
-    worker.wait_for(name_sink)
+    assert states(name_sink) == ["RUNNING", "RUNNING"]
     assert worker.restart(name_sink)["connector"]["state"] in ("RESTARTING", "RUNNING")
     worker.wait_for(name_sink)
 
@@ -180,13 +184,13 @@ def test_the_rest_client_drives_a_connector_through_its_life(worker, tmp_path, u
         worker.reset_offsets(name_sink)
     assert refused.value.status == 400
     worker.stop(name_sink)
-    worker.wait_for(name_sink, "STOPPED", tasks=0)
+    assert states(name_sink) == ["STOPPED"]
     worker.alter_offsets(name_sink, [{"partition": {"kafka_topic": topic, "kafka_partition": 0},
                                       "offset": {"kafka_offset": 1}}])
     worker.resume(name_sink)
     Wait("two lines again", timeout=30).until(lambda: _lines(sink) == ["one", "two", "three", "two", "three"])
     worker.stop(name_src)
-    worker.wait_for(name_src, "STOPPED", tasks=0)
+    assert states(name_src) == ["STOPPED"]
     assert "reset" in worker.reset_offsets(name_src).lower()
 
     for name in (name_src, name_sink):
@@ -353,7 +357,8 @@ def test_mirrormaker_replicates_follows_and_translates(pair, unique):
         found = flow.checkpoints("billing")
         return found if {c.partition: c.upstream_offset for c in found} == committed else None
 
-    cps = Wait("billing's checkpoints of its commits", timeout=30).until(checkpointed)
+    cps = Wait("billing's checkpoints of its commits", timeout=60, evidence=lambda: (
+        f"commits {committed}, checkpoints {flow.checkpoints('billing')}, connectors {flow.status()}")).until(checkpointed)
     syncs = flow.offset_syncs()
     true_position = {}
     dr_offsets = {r.value: r.offset for r in dr.read_all(remote)}
@@ -388,7 +393,6 @@ def test_loss_at_a_disaster_is_the_replication_lag_and_it_arrives_late(pair, uni
     remote = flow.wait_for_topic(events)
     source = flow.connector("source")
     flow.worker.pause(source)                                    # a replication lag of the whole pause
-    flow.worker.wait_for(source, "PAUSED")
     producer = primary.producer(acks="all")
     for i in range(50):
         producer.produce(events, value=f"e{i}")

@@ -4,7 +4,7 @@
     worker.create("file-source", {"connector.class": "FileStreamSource", "file": "/tmp/in.txt", "topic": "lines"})
     worker.wait_for("file-source")              # RUNNING, with its tasks RUNNING
     worker.status("file-source")                # the REST API's JSON: connector and task states, traces
-    worker.pause(name); worker.resume(name); worker.restart(name); worker.stop(name); worker.delete(name)
+    worker.pause(name); worker.resume(name); worker.stop(name); worker.delete(name)   # each back once the worker acted
     worker.offsets(name); worker.alter_offsets(name, [...]); worker.reset_offsets(name)   # KIP-875, when STOPPED
 
 The worker is Kafka's own ``ConnectDistributed`` (``connect-runtime`` is in the Kafka lib
@@ -72,7 +72,6 @@ class ConnectError(LabkitError):
 
 
 # ---------------------------------------------------------------- the plugin jars
-
 
 def plugin_artifacts(dist: Distribution) -> ArtifactSet:
     """connect-file, connect-mirror and connect-mirror-client at ``dist``'s version, without what its lib dir has."""
@@ -150,7 +149,6 @@ def _setup_plugins() -> str:
 
 
 # ---------------------------------------------------------------- the worker
-
 
 def worker_properties(cluster: Any, port: int, group: str, **settings: Any) -> dict[str, Any]:
     """What a lab worker runs with (``settings``, dots or underscores, override any of it)."""
@@ -235,8 +233,7 @@ class ConnectWorker:
     def __init__(self, cluster: Any, process: ManagedProcess, port: int, directory: Path, group: str,
                  properties: Mapping[str, Any]) -> None:
         self.cluster, self.process, self.port, self.directory = cluster, process, port, directory
-        self.group = group
-        self.properties = dict(properties)
+        self.group, self.properties = group, dict(properties)
         self.started_at = time.monotonic()
         #: Seconds from the JVM's launch until ``GET /health`` answered 200 (once :meth:`wait_ready` saw it).
         self.ready_seconds: Optional[float] = None
@@ -341,16 +338,22 @@ class ConnectWorker:
         topic, a moment after a task first used one: records already delivered do not mean it is listed yet."""
         return self._call("GET", f"/connectors/{self._name(name)}/topics").get(name, {}).get("topics", [])
 
-    def pause(self, name: str) -> None:
+    def pause(self, name: str, timeout: float = 60.0) -> dict[str, Any]:
         """Pause the connector and its tasks (they keep their resources; ``resume`` goes on where they were)."""
-        self._call("PUT", f"/connectors/{self._name(name)}/pause")
+        return self._move(name, "pause", "PAUSED", timeout, any_tasks=True)
 
-    def resume(self, name: str) -> None:
-        self._call("PUT", f"/connectors/{self._name(name)}/resume")
+    def resume(self, name: str, timeout: float = 60.0, any_tasks: bool = False) -> dict[str, Any]:
+        """Resume a PAUSED or STOPPED connector: RUNNING with its tasks (none needed with ``any_tasks``)."""
+        return self._move(name, "resume", "RUNNING", timeout, any_tasks)
 
-    def stop(self, name: str) -> None:
+    def stop(self, name: str, timeout: float = 60.0) -> dict[str, Any]:
         """Stop the connector: its tasks are shut down, its config stays (``STOPPED``; offsets can then be changed)."""
-        self._call("PUT", f"/connectors/{self._name(name)}/stop")
+        return self._move(name, "stop", "STOPPED", timeout, any_tasks=True)
+
+    def _move(self, name: str, verb: str, state: str, timeout: float, any_tasks: bool) -> dict[str, Any]:
+        """``PUT`` ``verb``; back once the worker reports ``state`` (a FAILED task stays so until :meth:`restart`)."""
+        self._call("PUT", f"/connectors/{self._name(name)}/{verb}")
+        return self.wait_for(name, state, timeout=timeout, task_state=(state, "FAILED"), any_tasks=any_tasks)
 
     def restart(self, name: str, include_tasks: bool = True, only_failed: bool = False) -> Optional[dict[str, Any]]:
         """Restart the connector (and its tasks, by default all of them; only the FAILED ones with ``only_failed``)."""
@@ -361,12 +364,9 @@ class ConnectWorker:
         self._call("POST", f"/connectors/{self._name(name)}/tasks/{task}/restart")
 
     def delete(self, name: str, timeout: float = 60.0) -> None:
-        """Delete the connector and return once the worker has stopped it and its tasks.
-
-        ``DELETE`` answers as soon as the config topic holds the tombstone; the worker stops the connector
-        afterwards and only then writes its status away, so until then ``status(name)`` still answers (and a
-        connector created again under the name could meet the old one's tasks). This waits for the 404.
-        """
+        """Delete the connector; back once the worker has stopped it and its tasks (``status`` answers 404).
+        ``DELETE`` answers once the config topic holds the tombstone; until the worker has acted on it, a
+        connector created again under the name could meet the old one's tasks."""
         path = f"/connectors/{self._name(name)}"
         self._call("DELETE", path)
         self.process.wait_ready(f"connector {name!r} to be gone", lambda: self.request("GET", path + "/status")[0] == 404,
@@ -387,11 +387,11 @@ class ConnectWorker:
 
     # ---------------------------------------------------------------- waiting and reading
     def wait_for(self, name: str, state: str = "RUNNING", tasks: Optional[int] = None, timeout: float = 60.0,
-                 task_state: Optional[str] = None, any_tasks: bool = False) -> dict[str, Any]:
-        """Wait until the connector is in ``state`` and its tasks in ``task_state`` (default: the same); at least
-        one task unless STOPPED, exactly ``tasks`` when given, or any number with ``any_tasks`` (a
+                 task_state: str | tuple[str, ...] | None = None, any_tasks: bool = False) -> dict[str, Any]:
+        """Wait until the connector is in ``state`` and its tasks in ``task_state`` (one of them; default: the
+        same); at least one task unless STOPPED, exactly ``tasks`` when given, or any number with ``any_tasks`` (a
         MirrorCheckpointConnector has none until it finds a consumer group). Returns the status."""
-        want_tasks = task_state or state
+        want_tasks = (task_state,) if isinstance(task_state, str) else task_state or (state,)
 
         def reached() -> Optional[dict[str, Any]]:
             status, body = self.request("GET", f"/connectors/{self._name(name)}/status")
@@ -402,7 +402,7 @@ class ConnectWorker:
                 return None
             if state != "STOPPED" and tasks is None and not any_tasks and not found:
                 return None
-            return body if all(t["state"] == want_tasks for t in found) else None
+            return body if all(t["state"] in want_tasks for t in found) else None
 
         return self.process.wait_ready(f"connector {name!r} to be {state}" + (f" with {tasks} tasks" if tasks is not None
                                                                                else ""), reached, timeout=timeout,

@@ -223,13 +223,15 @@ class Mirror:
             lambda: remote in self.target.topics() and not self.behind(topic))
 
     def pause(self) -> None:
-        """Pause replication (all three connectors): the target falls behind, as with a slow link."""
+        """Pause replication (all three connectors, back once each is PAUSED): the target falls behind, as with a
+        slow link."""
         for name in self.connectors:
             self.worker.pause(name)
 
     def resume(self) -> None:
+        """Resume replication: back once every connector is RUNNING (the checkpoint connector may have no task)."""
         for name in self.connectors:
-            self.worker.resume(name)
+            self.worker.resume(name, any_tasks=name.endswith("-checkpoint"))
 
     def stop(self) -> None:
         """Delete the flow's connectors (what they replicated stays on the target)."""
