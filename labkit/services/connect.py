@@ -5,6 +5,7 @@
     worker.wait_for("file-source")              # RUNNING, with its tasks RUNNING
     worker.status("file-source")                # the REST API's JSON: connector and task states, traces
     worker.pause(name); worker.resume(name); worker.stop(name); worker.delete(name)   # each back once the worker acted
+    worker.restart(name); worker.wait_for(name)   # restart answers before the worker has acted: wait for RUNNING
     worker.offsets(name); worker.alter_offsets(name, [...]); worker.reset_offsets(name)   # KIP-875, when STOPPED
 
 The worker is Kafka's own ``ConnectDistributed`` (``connect-runtime`` is in the Kafka lib
