@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient
 from . import admin as _admin
 from .errors import ClusterStateError, SecurityError, UnsupportedOperation, WaitTimeout
 from .records import Record, read_all
+from .runtime import agreement
 from .runtime.librdkafka import Producer
 from .runtime.tools import ToolResult, run_tool
 from .waiting import Wait
@@ -244,12 +245,11 @@ class Cluster:
         return read_all(self, topic, timeout=timeout, isolation_level=isolation_level)
 
     def wait_for_isr(self, topic: str, timeout: float = 60.0) -> _admin.TopicState:
-        """Wait until every partition of ``topic`` has all its replicas in sync; returns the state."""
-        def in_sync() -> Optional[_admin.TopicState]:
-            state = self.describe_topic(topic)
-            return state if all(set(p.isr) == set(p.replicas) for p in state.partitions) else None
-
-        return Wait(f"every replica of {topic!r} to be in sync", timeout=timeout, interval=0.25).until(in_sync)
+        """Wait until every partition of ``topic`` has all its replicas in sync, as every live broker sees it
+        (a broker applies an ISR change a moment after the controller made it); returns the state."""
+        name = self.topic_name(topic)
+        agreement.agree(self, f"every replica of {name!r} in sync", agreement.isr_reached(self, name), timeout=timeout)
+        return self.describe_topic(topic)
 
     def wait_for_new_leader(self, topic: str, partition: int, old_leader: Optional[int],
                             timeout: float = 60.0) -> _admin.TopicState:

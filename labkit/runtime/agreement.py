@@ -216,6 +216,23 @@ def topic_partitions(cluster: ClusterLike, topic: str, count: Optional[int] = No
     return holds
 
 
+def isr_reached(cluster: ClusterLike, topic: str, partition: Optional[int] = None,
+                size: Optional[int] = None) -> Callable[[BrokerLike], Verdict]:
+    """``holds``: in the broker's metadata, the ISR of ``partition`` of ``topic`` (every partition when None)
+    has ``size`` replicas (default: all its replicas, i.e. whole)."""
+    def holds(broker: BrokerLike) -> Verdict:
+        md = broker_metadata(cluster, broker, topic)
+        found = md.topics.get(topic) if md is not None else None
+        if found is None or found.error is not None:
+            return False, "no answer from it" if md is None else "does not list it"
+        chosen = [p for pid, p in sorted(found.partitions.items()) if partition is None or pid == partition]
+        off = {p.id: sorted(p.isrs) for p in chosen if len(p.isrs) != (len(p.replicas) if size is None else size)}
+        if not chosen or off:
+            return False, f"ISR {dict(list(off.items())[:4])}" if chosen else f"no partition {partition}"
+        return True, f"ISR {sorted(chosen[-1].isrs)}"
+    return holds
+
+
 def broker_listed(cluster: ClusterLike, broker_id: int, listed: bool = True) -> Callable[[BrokerLike], Verdict]:
     """``holds``: the broker's metadata lists broker ``broker_id`` (a restarted broker registered again)."""
     def holds(broker: BrokerLike) -> Verdict:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Optional
 
 from ..errors import ClusterStateError
-from ..waiting import Wait
+from ..runtime import agreement
 
 
 class Faults:
@@ -93,15 +93,13 @@ class Faults:
         of its replicas, i.e. fully in sync again); returns the last partition's ISR."""
         self.topics.add(topic)
 
-        def reached() -> Optional[list[int]]:
-            parts = self.cluster.describe_topic(topic).partitions
-            chosen = [p for p in parts if partition is None or p.partition == partition]
-            ok = all(len(p.isr) == (size if size is not None else len(p.replicas)) for p in chosen)
-            return list(chosen[-1].isr) if ok and chosen else None
-
         what = (f"the ISR of {topic!r}" + (f" partition {partition}" if partition is not None else "")
                 + (f" to have {size} replicas" if size is not None else " to hold every replica"))
-        return Wait(what, timeout=timeout, interval=0.25).until(reached)
+        name = self.cluster.topic_name(topic)
+        # as every live broker sees it: a broker applies an ISR change a moment after the controller made it
+        agreement.agree(self.cluster, what, agreement.isr_reached(self.cluster, name, partition, size), timeout=timeout)
+        parts = [p for p in self.cluster.describe_topic(topic).partitions if partition is None or p.partition == partition]
+        return list(parts[-1].isr)
 
     # ---------------------------------------------------------------- repairing
     def heal(self, timeout: float = 90.0) -> None:
