@@ -8,13 +8,14 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 # make test runs the tiers (unit, integration, notebook, browser: see the README) over JOBS pytest workers;
-# most of a lesson's or a grading's time is waiting on a real cluster (a grading: 8 CPU-s in 34 s); with 4
-# workers the 2 cores were 85 % busy (2026-11-27: 2,936 CPU-s in a 28:49 pytest run). A fifth worker did not
-# help: the same CPU-seconds, every test slower (8,347 worker-seconds instead of 6,853), 28:14.
+# most of a lesson's or a grading's time is waiting on a real cluster (a grading: 8 CPU-s in 34 s). Five workers:
+# on 2026-11-29, with four the 2 cores were ~80 % busy (1,960 CPU-s sampled in a 20:08 pytest run) and a fifth
+# finished in 18:43 (2,082 CPU-s); on 2026-11-27's slower host, with the cores 85 % busy, five took 28:14 against
+# four's 28:49 (every test slower, no sooner done). A fifth never cost time; it pays when the host has cores to spare.
 # loadgroup: tests sharing a costly fixture (the session cluster, a module's secured cluster, JupyterLab) run in one
 # worker, the rest one at a time, longest first (tests/conftest.py). Every test's time is kept in
 # test-output/junit.xml, to see where the minutes go.
-JOBS ?= 4
+JOBS ?= 5
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
