@@ -248,8 +248,14 @@ class Cluster:
         """Wait until every partition of ``topic`` has all its replicas in sync, as every live broker sees it
         (a broker applies an ISR change a moment after the controller made it); returns the state."""
         name = self.topic_name(topic)
-        agreement.agree(self, f"every replica of {name!r} in sync", agreement.isr_reached(self, name), timeout=timeout)
-        return self.describe_topic(topic)
+        agreement.agree(self, f"every replica of {name!r} in sync", agreement.isr_reached(self, name), timeout=timeout,
+                        together=True)
+
+        def in_sync() -> Optional[_admin.TopicState]:  # the state returned shows it too: an ISR may change again
+            state = self.describe_topic(topic)
+            return state if all(set(p.isr) == set(p.replicas) for p in state.partitions) else None
+
+        return Wait(f"every replica of {name!r} to be in sync", timeout=timeout, interval=0.25).until(in_sync)
 
     def wait_for_new_leader(self, topic: str, partition: int, old_leader: Optional[int],
                             timeout: float = 60.0) -> _admin.TopicState:

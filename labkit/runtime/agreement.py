@@ -148,15 +148,21 @@ def routed_configs(cluster: ClusterLike, broker: BrokerLike, resources: list[Con
 
 
 def agree(cluster: ClusterLike, what: str, holds: Callable[[BrokerLike], Verdict], timeout: float = 60.0,
-          brokers: Optional[list[BrokerLike]] = None, hint: str = "") -> None:
+          brokers: Optional[list[BrokerLike]] = None, hint: str = "", together: bool = False) -> None:
     """Return once ``holds(broker)`` is true for every live broker (each asked until it is, then left alone).
 
+    ``together``: true for all of them in one round of asking. For a state that a broker behind the others can
+    show from *before* a change and lose as it catches up (an ISR whole before a broker died, shrunk while it was
+    away, whole again once it is back): a restarted or thawed broker answers from its old metadata at first.
     On timeout, :class:`~labkit.errors.WaitTimeout` says which brokers disagree and what each showed last.
     """
-    pending = {b.id: b for b in (brokers if brokers is not None else live_brokers(cluster))}
+    everybody = {b.id: b for b in (brokers if brokers is not None else live_brokers(cluster))}
+    pending = dict(everybody)
     seen: dict[int, str] = {}
 
     def everyone() -> bool:
+        if together:  # every round asks every broker still alive again
+            pending.update({i: b for i, b in everybody.items() if b.state in ("running", "external")})
         for broker_id, broker in list(pending.items()):
             try:
                 ok, seen[broker_id] = holds(broker)

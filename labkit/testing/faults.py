@@ -18,6 +18,7 @@ from typing import Any, Iterator, Optional
 
 from ..errors import ClusterStateError
 from ..runtime import agreement
+from ..waiting import Wait
 
 
 class Faults:
@@ -97,9 +98,15 @@ class Faults:
                 + (f" to have {size} replicas" if size is not None else " to hold every replica"))
         name = self.cluster.topic_name(topic)
         # as every live broker sees it: a broker applies an ISR change a moment after the controller made it
-        agreement.agree(self.cluster, what, agreement.isr_reached(self.cluster, name, partition, size), timeout=timeout)
-        parts = [p for p in self.cluster.describe_topic(topic).partitions if partition is None or p.partition == partition]
-        return list(parts[-1].isr)
+        agreement.agree(self.cluster, what, agreement.isr_reached(self.cluster, name, partition, size), timeout=timeout,
+                        together=True)
+
+        def reached() -> Optional[list[int]]:  # and the ISR returned shows it too: an ISR may change again
+            chosen = [p for p in self.cluster.describe_topic(topic).partitions if partition is None or p.partition == partition]
+            ok = all(len(p.isr) == (size if size is not None else len(p.replicas)) for p in chosen)
+            return list(chosen[-1].isr) if ok and chosen else None
+
+        return Wait(what, timeout=timeout, interval=0.25).until(reached)
 
     # ---------------------------------------------------------------- repairing
     def heal(self, timeout: float = 90.0) -> None:
