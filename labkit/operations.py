@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
 from .errors import ClusterStateError
 from .runtime import agreement
+from .runtime.processes import scratch_dir
 from .waiting import Wait
 
 if TYPE_CHECKING:
@@ -142,10 +143,10 @@ class Plan:
 def generate_plan(cluster: "ClusterLike", topics: Sequence[str], brokers: Sequence[int]) -> Plan:
     """Kafka's own proposal (``kafka-reassign-partitions --generate``) spreading ``topics`` over ``brokers``
     (rack-aware when brokers have racks). It spreads from scratch: it may move far more than needed."""
-    work = Path(tempfile.mkdtemp(prefix="labkit-plan-"))
-    (work / "topics.json").write_text(json.dumps({"version": 1, "topics": [{"topic": t} for t in topics]}))
-    out = cluster.tool("kafka-reassign-partitions", "--topics-to-move-json-file", str(work / "topics.json"),
-                       "--broker-list", ",".join(map(str, brokers)), "--generate").stdout
+    with tempfile.TemporaryDirectory(prefix="labkit-plan-") as work:
+        (Path(work) / "topics.json").write_text(json.dumps({"version": 1, "topics": [{"topic": t} for t in topics]}))
+        out = cluster.tool("kafka-reassign-partitions", "--topics-to-move-json-file", str(Path(work) / "topics.json"),
+                           "--broker-list", ",".join(map(str, brokers)), "--generate").stdout
     proposed = out.split("Proposed partition reassignment configuration", 1)[-1].strip().splitlines()
     return Plan.from_json(proposed[0])
 
@@ -207,7 +208,7 @@ def reassign(cluster: "ClusterLike", plan: Plan, throttle: Optional[int] = None)
     moving replicas is capped at that rate on every broker involved). Returns at once: wait on the result."""
     if not plan.targets:
         raise ClusterStateError("The plan moves nothing.", "Give it at least one partition with its new replicas.")
-    work = Path(tempfile.mkdtemp(prefix="labkit-reassign-"))
+    work = scratch_dir(cluster, "reassign-")  # finish() reads the plan again
     (work / "plan.json").write_text(plan.to_json())
     args = ["--reassignment-json-file", str(work / "plan.json"), "--execute"]
     if throttle is not None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-import tempfile
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence
 
 from .apps.sharemember import ACK_POLICIES
 from .errors import ClusterStateError, LabkitError
-from .runtime.processes import ManagedProcess
+from .runtime.processes import ManagedProcess, scratch_dir
 from .waiting import Wait
 from .workloads import Outcome
 
@@ -169,10 +168,7 @@ class ShareGroup:
         """``settings``: the group's own (:data:`GROUP_SETTINGS`). It reads from the earliest offset: the default,
         ``share.auto.offset.reset=latest``, skips the jobs sent before its first member joined."""
         self.cluster, self.topic, self.group_id = cluster, cluster.topic_name(topic), group_id
-        root = Path(cluster.data_dir, "share-groups") if hasattr(cluster, "data_dir") else None  # goes with it
-        if root is not None and workdir is None:
-            root.mkdir(parents=True, exist_ok=True)
-        self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"{group_id}-", dir=root))
+        self.workdir = Path(workdir) if workdir else scratch_dir(cluster, f"share-group-{group_id}-")
         self.members: dict[str, ShareMember] = {}
         self.settings = configure_group(cluster, group_id, auto_offset_reset="earliest", **settings)
 

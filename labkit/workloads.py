@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 from .apps.member import (CLASSIC_ONLY, COMMIT_STYLES, EVENT_KINDS, MemberEvent, read_events, record_event,
                           run_member)
 from .errors import LabkitError
-from .runtime.processes import ManagedProcess
+from .runtime.processes import ManagedProcess, scratch_dir
 from .waiting import Wait
 
 if TYPE_CHECKING:
@@ -140,7 +139,7 @@ class Group:
 
     def __init__(self, cluster: "ClusterLike", topic: str, group_id: str, workdir: Optional[Path] = None) -> None:
         self.cluster, self.topic, self.group_id = cluster, cluster.topic_name(topic), group_id
-        self.workdir = Path(workdir or tempfile.mkdtemp(prefix=f"labkit-group-{group_id}-"))
+        self.workdir = Path(workdir) if workdir else scratch_dir(cluster, f"group-{group_id}-")
         self.members: dict[str, Member] = {}
 
     def start_member(self, name: str, commit: str = "sync", crash_after: Optional[int] = None,

@@ -108,3 +108,41 @@ def test_a_cluster_started_on_use_starts_nothing_until_a_cell_uses_it(monkeypatc
     assert cluster.label == "mine"
     cluster.stop()
     assert jvm_pids(str(tmp_path)) == []
+
+
+def test_what_the_lab_writes_beside_a_cluster_goes_with_it():
+    """A broker's temp files (lz4's native library, unpacked when it first reads an lz4 batch) and a group's
+    member logs are in the cluster's directory: a SIGKILLed broker cannot delete its own, and /tmp would keep
+    one of each per broker or group ever started."""
+    after = textwrap.dedent("""
+        from labkit import workloads
+        t = c.create_topic("squeezed", partitions=1)
+        p = c.producer(compression_type="lz4"); p.produce(t, b"x" * 1000); p.flush(30)
+        print(workloads.Group(c, t, "g").workdir, flush=True)
+    """).replace("\n", "; ").strip("; ")
+    proc, group_dir = start_child("single-broker", after)
+    data_dir = Path(proc.stdout.readline().strip())
+    try:
+        assert group_dir.is_relative_to(data_dir) and group_dir.is_dir()
+        Wait("the broker to unpack lz4's native library", timeout=30).until(
+            lambda: list((data_dir / "tmp").glob("liblz4-java-*")))
+    finally:
+        kill_owner(proc, data_dir, "the cluster")
+
+
+def test_scratch_beside_a_cluster_labkit_does_not_own_goes_when_it_stops():
+    from labkit.runtime.processes import scratch_dir
+
+    class External:  # no data_dir: its brokers are not ours
+        def __init__(self):
+            self.hooks = []
+
+        def on_stop(self, hook):
+            self.hooks.append(hook)
+
+    cluster = External()
+    path = scratch_dir(cluster, "plan-")
+    assert path.is_dir() and path.name.startswith("plan-")
+    for hook in cluster.hooks:
+        hook()
+    assert not path.exists()

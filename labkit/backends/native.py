@@ -387,8 +387,12 @@ class NativeCluster(Topology, OwnedCluster[NativeNode]):
                       log4j: Path, logs_dir: Optional[Path] = None, classpath: Optional[str] = None,
                       sharing: Sequence[str] = (), heap_start: str = "") -> list[str]:
         assert self.distribution is not None
+        # java.io.tmpdir in the cluster's directory: what a JVM unpacks there (lz4's native library, for one)
+        # goes with the cluster, not left in /tmp by every broker killed
+        (self.data_dir / "tmp").mkdir(exist_ok=True)
         cmd = [str(find_java().executable), f"-Xms{heap_start or heap}", f"-Xmx{heap}", *options, *sharing,
-               f"-Dlabkit.cluster={self.data_dir}", f"-Dlog4j2.configurationFile={log4j}"]
+               f"-Dlabkit.cluster={self.data_dir}", f"-Djava.io.tmpdir={self.data_dir / 'tmp'}",
+               f"-Dlog4j2.configurationFile={log4j}"]
         if logs_dir is not None:
             cmd.append(f"-Dkafka.logs.dir={logs_dir}")
         return cmd + ["-cp", classpath or self.distribution.classpath, main_class, *args]

@@ -22,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import IO, Callable, Mapping, Optional, Sequence, TypeVar
@@ -34,6 +35,22 @@ T = TypeVar("T")
 
 #: What a managed process is doing, as labkit last saw it.
 STATES = ("new", "running", "paused", "stopped", "killed", "exited")
+
+
+def scratch_dir(cluster: object, prefix: str) -> Path:
+    """A new directory for files that belong with ``cluster`` (a reassignment plan, a group's member logs).
+
+    Inside the cluster's own directory when labkit owns it, so it goes with the cluster, even when the
+    kernel is killed (the watchdog removes that directory). For a cluster without one (external), in the
+    system temp dir, removed when the cluster stops.
+    """
+    root = getattr(cluster, "data_dir", None)
+    if root is not None:
+        (Path(root) / "scratch").mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=Path(root) / "scratch"))
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    cluster.on_stop(lambda: shutil.rmtree(path, ignore_errors=True))  # type: ignore[attr-defined]
+    return path
 
 
 def tail(path: Path, lines: int) -> str:

@@ -216,7 +216,7 @@ def start(cluster: Any, wait: bool = True, timeout: float = 120.0, heap: str = "
     cmd = [str(find_java().executable),
            *java_options(heap, [f"-Dlabkit.cluster={marker}", "-Dlog4j2.formatMsgNoLookups=true",
                                 f"-Dlog4j2.configurationFile={environments_dir() / 'connect-log4j2.xml'}",
-                                f"-Dkafka.logs.dir={where}"]),
+                                f"-Dkafka.logs.dir={where}", f"-Djava.io.tmpdir={where}"]),
            "-cp", classpath, MAIN_CLASS, str(properties)]
     log_file = where / "connect.log"
     process = supervisor_of(cluster).process("Connect worker", cmd, where / "stdout.log", cwd=where,

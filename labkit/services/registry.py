@@ -191,7 +191,7 @@ def start(cluster: Any, timeout: float = 120.0) -> SchemaRegistry:
     supervisor_of(cluster).hold([port])
     log_file = where / "registry.log"
     cmd = [str(find_java().executable), *java_options("128m"),
-           f"-Dlabkit.cluster={getattr(cluster, 'data_dir', where)}",
+           f"-Dlabkit.cluster={getattr(cluster, 'data_dir', where)}", f"-Djava.io.tmpdir={where}",
            "-Dquarkus.http.host=127.0.0.1", f"-Dquarkus.http.port={port}", "-Dquarkus.banner.enabled=false",
            "-Dquarkus.log.level=WARN", '-Dquarkus.log.category."io.apicurio".level=WARN',
            '-Dquarkus.log.category."io.sentry".level=ERROR', "-Dquarkus.log.console.enable=false",

@@ -173,6 +173,7 @@ def session_conf(cluster: "ClusterLike", jars: list[Path], base: Path, master: O
         "spark.sql.warehouse.dir": str(base / "warehouse"),
         "spark.driver.extraJavaOptions": (f"{LOCAL_DEFAULTS['spark.driver.extraJavaOptions']} "
                                           f"-Dlog4j2.configurationFile={_log4j_config()} "
+                                          f"-Djava.io.tmpdir={base / 'local'} "
                                           f"-Dlabkit.cluster={getattr(cluster, 'data_dir', None) or base}"),
     })
     settings.update({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in conf.items()})
