@@ -181,7 +181,8 @@ class Team:
         tag = uuid.uuid4().hex[:6]
         self.group = f"team-{tag}"
         self.lease_topic = cluster.create_topic(f"lease-{tag}", partitions=1)
-        self.workdir = Path(tempfile.mkdtemp(prefix="labkit-failover-"))
+        self._files = tempfile.TemporaryDirectory(prefix="team-")  # removed once the team is gone
+        self.workdir = Path(self._files.name)
         self.procs = {}
 
     def start(self, name, priority):
@@ -231,8 +232,15 @@ class Team:
                 raise RuntimeError(f"member {dead[0]} exited with code {self.procs[dead[0]].exitcode}: "
                                    "did follow() or failover_assign() raise?")
 
+        def holdings():
+            return "; ".join(f"{n} holds {self.mine(n) or 'nothing'} and sees {sorted(self.live(n)) or 'nobody'} alive"
+                             for n in self.procs)
+
         start = time.monotonic()
-        Wait(what, timeout=timeout, interval=0.2, check=members_alive).until(condition)
+        Wait(what, timeout=timeout, interval=0.2, check=members_alive, evidence=holdings,
+             hint="Below: what each member holds and whom it sees alive. A member that sees who is alive but "
+                  "does not hold what failover_assign() gives it points at follow(); one that still sees a "
+                  "killed member alive, at a busy machine: run the cell again.").until(condition)
         return time.monotonic() - start
 
     def logged(self, name):
