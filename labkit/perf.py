@@ -43,6 +43,8 @@ class Throughput:
     #: Records that were not acknowledged (producer) or not read (consumer).
     failed: int = 0
     settings: Mapping[str, Any] = field(default_factory=dict)
+    #: Records acknowledged before the clock started (:func:`python_producer`'s ``warm_up``): in the topic too.
+    warm_up: int = 0
 
     @property
     def records_per_s(self) -> float:
@@ -166,14 +168,19 @@ def java_consumer(cluster: Any, topic: str, records: int, timeout: float = 300.0
 def python_producer(cluster: Any, topic: str, records: int, record_size: int, acks: str = "all",
                     config: Optional[Mapping[str, Any]] = None, value: Optional[bytes] = None,
                     values: Sequence[bytes] = (), keys: Sequence[Optional[bytes | str]] = (),
-                    flush_timeout: float = 120.0) -> Throughput:
+                    flush_timeout: float = 120.0, warm_up: bool = False) -> Throughput:
     """The confluent-kafka producer sending ``records`` values of ``record_size`` bytes as fast as it can:
     ``produce()`` in a loop (``poll(0)`` after each, ``BufferError`` waited out), then ``flush()``.
 
     The values are ``value``, or ``values`` in turn, or :func:`payload`; the keys are ``keys`` in turn
     (none by default: the sticky partitioner places the records). ``config`` is the producer
     configuration on top of ``acks`` (plain data: no callbacks); the clock runs from the first
-    ``produce()`` to the last acknowledgement."""
+    ``produce()`` to the last acknowledgement.
+
+    That includes what a new producer does once (metadata, connections, an idempotent producer's id: on a
+    busy machine it can outlast a short run). ``warm_up`` sends the first value once and waits for its
+    acknowledgement before the clock starts, so runs of different lengths compare rates, not how well each
+    hides that cost; the topic then holds that record too (``Throughput.warm_up``)."""
     settings = {"acks": acks, **dict(config or {})}
     producer = cluster.producer(**settings)
     pool = list(values) or [value if value is not None else payload(record_size)]
@@ -187,6 +194,13 @@ def python_producer(cluster: Any, topic: str, records: int, record_size: int, ac
         else:
             latencies.append(msg.latency())  # librdkafka's own: produce() to acknowledgement, in seconds
 
+    warmed = 0
+    if warm_up:
+        producer.produce(topic, key=key_pool[0], value=pool[0])
+        if producer.flush(flush_timeout) == 0:
+            warmed = 1
+        else:
+            failed[0] += 1
     clock = time.perf_counter
     t0 = clock()
     size = 0
@@ -207,7 +221,7 @@ def python_producer(cluster: Any, topic: str, records: int, record_size: int, ac
     return Throughput("confluent-kafka producer", ok, size * ok // max(records, 1), seconds,
                       1000 * sum(latencies) / ok if ok else None,
                       _ms(percentile(latencies, 0.5)), _ms(percentile(latencies, 0.99)),
-                      failed=failed[0] + left, settings=settings)
+                      failed=failed[0] + left, settings=settings, warm_up=warmed)
 
 
 def python_consumer(cluster: Any, topic: str, records: int, timeout: float = 60.0,
