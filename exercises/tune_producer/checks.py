@@ -7,8 +7,8 @@ data -- as librdkafka would (aliases, underscores for dots, the last setting win
 defaults for what is left out; delivery settings only). ``linger.ms``, the longest a record waits
 for its batch, must fit the budget. Then the same produce loop (``labkit.perf.python_producer``)
 runs with ``TEAM_CONFIG`` and with it, in pairs, on the same topic of the grader's cluster. The
-verdict is the median ratio of throughputs measured side by side, never an absolute number, and every
-record of every run must be acknowledged and stored exactly once.
+verdict is the ratio of throughputs measured side by side, in most of up to five pairs, never an
+absolute number, and every record of every run must be acknowledged and stored exactly once.
 """
 
 from __future__ import annotations
@@ -72,16 +72,20 @@ def stored(cluster: Any, topic: str) -> int:
     return sum(p.high_watermark or 0 for p in cluster.describe_topic(topic).partitions)
 
 
-def race(cluster: Any, tuned: dict[str, Any], size: int, partitions: int, rounds: int = 3,
+def race(cluster: Any, tuned: dict[str, Any], size: int, partitions: int, rounds: int = 5,
          megabytes: float = 4.0) -> dict[str, Any]:
-    """TEAM_CONFIG and ``tuned`` side by side, ``rounds`` pairs on one fresh topic (each pair's order swapped
-    from the last, so a machine growing busier or quieter slows both alike); the ratio is the median of the
-    pairs' ratios, so one burst of load during one run moves one pair, not the verdict. Also: whether every
-    record was acknowledged and stored exactly once."""
+    """TEAM_CONFIG and ``tuned`` side by side, up to ``rounds`` pairs on one fresh topic (each pair's order
+    swapped from the last, so a machine growing busier or quieter slows both alike). The verdict is the
+    majority of the pairs: it stops once most of ``rounds`` pairs are at or above TARGET, or most are below,
+    and the ratio shown is the median of the pairs run (at or above TARGET exactly when most pairs are), so
+    one burst of load during one run moves one pair, never the verdict. Also: whether every record was
+    acknowledged and stored exactly once."""
     topic = cluster.create_topic(unique("orders"), partitions=partitions)
     values = perf.order_documents(size, seed=random.randrange(10**6))
     team_n = max(200, int(megabytes * 1e6 / size))
     runs: dict[str, list[perf.Throughput]] = {"team": [], "tuned": []}
+    # the fresh topic's first records go before any pair: the first pair measured the highest ratio of a race
+    opening = perf.python_producer(cluster, topic, 200, size, config=TEAM_CONFIG, values=values)
 
     def run(which: str) -> None:
         # three times the records: the tuned run should take about as long as the team's. Each producer is
@@ -90,18 +94,23 @@ def race(cluster: Any, tuned: dict[str, Any], size: int, partitions: int, rounds
         config, n = (TEAM_CONFIG, team_n) if which == "team" else (tuned, 3 * team_n)
         runs[which].append(perf.python_producer(cluster, topic, n, size, config=config, values=values, warm_up=True))
 
+    # Most of `rounds`, not a median of whatever ran: stopping after a pair far below TARGET once left the
+    # median of two pairs (their mean), which one lucky pair could lift: identical settings measured 3.3x, 0.5x
+    most = rounds // 2 + 1
     ratios: list[float] = []
     for i in range(rounds):
         for which in (("team", "tuned") if i % 2 == 0 else ("tuned", "team")):
             run(which)
         team_rate = runs["team"][-1].records_per_s
         ratios.append(runs["tuned"][-1].records_per_s / team_rate if team_rate else 0.0)
-        if ratios[-1] < TARGET / 2:
-            break  # far from the target: another round would not change the verdict, only take long
-    sent = sum(r.records + r.failed + r.warm_up for rs in runs.values() for r in rs)
+        above = sum(r >= TARGET for r in ratios)
+        if above >= most or len(ratios) - above >= most:
+            break
+    sent = opening.records + opening.failed + sum(r.records + r.failed + r.warm_up for rs in runs.values() for r in rs)
     return {"team": statistics.median(r.records_per_s for r in runs["team"]),
             "tuned": statistics.median(r.records_per_s for r in runs["tuned"]),
             "ratio": statistics.median(ratios), "ratios": ratios,
+            "passed": sum(r >= TARGET for r in ratios) >= most,
             "failed": sum(r.failed for r in runs["tuned"]), "sent": sent, "stored": stored(cluster, topic)}
 
 
@@ -109,10 +118,11 @@ def assert_fast_and_complete(result: dict[str, Any], size: int) -> None:
     assert result["failed"] == 0, f"{result['failed']} of your records were not acknowledged"
     assert result["stored"] == result["sent"], \
         f"the topic holds {result['stored']} records, {result['sent']} were sent (lost or stored twice)"
-    assert result["ratio"] >= TARGET, (
+    ratios = result["ratios"]
+    assert result["passed"], (
         f"{size}-byte records: {result['tuned']:,.0f} records/s against the team's {result['team']:,.0f} "
-        f"({result['ratio']:.1f}×, the median of {len(result['ratios'])} side-by-side pairs: "
-        f"{', '.join(f'{r:.1f}×' for r in result['ratios'])}; {TARGET:g}× needed)")
+        f"({result['ratio']:.1f}×; side-by-side pairs: {', '.join(f'{r:.1f}×' for r in ratios)}, "
+        f"{sum(r >= TARGET for r in ratios)} of them at {TARGET:g}× or more; most of the pairs must be)")
 
 
 @check("keeps_acks_all_and_idempotence", points=2,
