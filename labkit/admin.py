@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 
 from .errors import ClusterStateError
@@ -190,15 +190,18 @@ def _offsets(admin: AdminClient, topic: str, partitions: list[int], spec: Offset
 
 
 def list_offsets(admin: AdminClient, partitions: list[TopicPartition], spec: OffsetSpec,
-                 timeout: float) -> dict[tuple[str, int], Optional[int]]:
-    """``{(topic, partition): offset}`` for ``spec`` (earliest, latest), None where it could not be read."""
+                 timeout: float, committed: bool = False) -> dict[tuple[str, int], Optional[int]]:
+    """``{(topic, partition): offset}`` for ``spec`` (earliest, latest), None where it could not be read.
+    ``committed``: as a read_committed reader sees it (latest: the last stable offset, before any open
+    transaction)."""
     if not partitions:
         return {}
     request = {TopicPartition(tp.topic, tp.partition): spec for tp in partitions}
+    isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
     out: dict[tuple[str, int], Optional[int]] = {}
     try:
         # the whole timeout: under load a led partition's offsets can take seconds, and None means "no offsets"
-        futures = admin.list_offsets(request, request_timeout=timeout)
+        futures = admin.list_offsets(request, request_timeout=timeout, isolation_level=isolation)
     except KafkaException:
         return {(tp.topic, tp.partition): None for tp in partitions}
     deadline = time.monotonic() + timeout

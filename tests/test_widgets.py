@@ -231,7 +231,7 @@ class FakeAdmin:
         return SimpleNamespace(brokers={b.id: b for b in self.cluster._brokers if b.state == "running"},
                                topics={"orders": SimpleNamespace(partitions=parts, error=None)})
 
-    def list_offsets(self, request, request_timeout=None):
+    def list_offsets(self, request, request_timeout=None, isolation_level=None):
         futures = {}
         for tp in request:
             fut = Future()
