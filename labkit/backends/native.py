@@ -187,6 +187,9 @@ class NativeCluster(Topology, OwnedCluster[NativeNode]):
         root = data_root()
         root.mkdir(parents=True, exist_ok=True)
         self.data_dir = Path(tempfile.mkdtemp(prefix=f"{self.name}-", dir=root))
+        # every JVM's java.io.tmpdir (_java_command): what a JVM unpacks there (lz4's native library, for one)
+        # goes with the cluster, not left in /tmp by every broker killed
+        (self.data_dir / "tmp").mkdir()
         self.supervisor = Supervisor(self.data_dir)
         self._make_nodes()
         if self._launcher is None:
@@ -387,9 +390,6 @@ class NativeCluster(Topology, OwnedCluster[NativeNode]):
                       log4j: Path, logs_dir: Optional[Path] = None, classpath: Optional[str] = None,
                       sharing: Sequence[str] = (), heap_start: str = "") -> list[str]:
         assert self.distribution is not None
-        # java.io.tmpdir in the cluster's directory: what a JVM unpacks there (lz4's native library, for one)
-        # goes with the cluster, not left in /tmp by every broker killed
-        (self.data_dir / "tmp").mkdir(exist_ok=True)
         cmd = [str(find_java().executable), f"-Xms{heap_start or heap}", f"-Xmx{heap}", *options, *sharing,
                f"-Dlabkit.cluster={self.data_dir}", f"-Djava.io.tmpdir={self.data_dir / 'tmp'}",
                f"-Dlog4j2.configurationFile={log4j}"]
