@@ -130,19 +130,46 @@ def test_what_the_lab_writes_beside_a_cluster_goes_with_it():
         kill_owner(proc, data_dir, "the cluster")
 
 
-def test_scratch_beside_a_cluster_labkit_does_not_own_goes_when_it_stops():
+EXTERNAL = textwrap.dedent("""
+    import time
     from labkit.runtime.processes import scratch_dir
 
     class External:  # no data_dir: its brokers are not ours
-        def __init__(self):
-            self.hooks = []
+        hooks = []
 
         def on_stop(self, hook):
             self.hooks.append(hook)
 
-    cluster = External()
-    path = scratch_dir(cluster, "plan-")
+    print(scratch_dir(External(), "plan-"), flush=True)
+    time.sleep(600)
+""")
+
+
+@pytest.mark.parametrize("ending", ["stopped", "owner SIGKILLed"])
+def test_scratch_beside_a_cluster_labkit_does_not_own_goes_with_it(ending):
+    """A reassignment plan or a group's files beside a cluster labkit does not own (the grader's kernels run on
+    one) go when it stops, and when its kernel is killed without stopping it."""
+    if ending == "stopped":
+        from labkit.runtime.processes import scratch_dir
+
+        class External:
+            def __init__(self):
+                self.hooks = []
+
+            def on_stop(self, hook):
+                self.hooks.append(hook)
+
+        cluster = External()
+        path = scratch_dir(cluster, "plan-")
+        assert path.is_dir() and path.name.startswith("plan-")
+        for hook in cluster.hooks:
+            hook()
+        assert not path.exists() and not path.parent.parent.exists()
+        return
+    proc = subprocess.Popen([sys.executable, "-c", EXTERNAL], stdout=subprocess.PIPE, text=True)
+    path = Path(proc.stdout.readline().strip())
     assert path.is_dir() and path.name.startswith("plan-")
-    for hook in cluster.hooks:
-        hook()
-    assert not path.exists()
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    Wait("the watchdog to remove the scratch directory's root", timeout=10).until(
+        lambda: not path.parent.parent.exists())

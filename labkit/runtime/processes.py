@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import IO, Callable, Mapping, Optional, Sequence, TypeVar
+from typing import IO, Any, Callable, Mapping, Optional, Sequence, TypeVar
 
 from ..errors import ProcessStartError
 from .ports import release_ports
@@ -37,20 +37,29 @@ T = TypeVar("T")
 STATES = ("new", "running", "paused", "stopped", "killed", "exited")
 
 
-def scratch_dir(cluster: object, prefix: str) -> Path:
-    """A new directory for files that belong with ``cluster`` (a reassignment plan, a group's member logs).
+def supervisor_of(cluster: Any) -> "Supervisor":
+    """The supervisor that owns ``cluster``'s processes and directories. A cluster labkit started has its own;
+    one it does not own (external) gets one on first use, with a directory in the system temp dir: stopped
+    and removed when the cluster stops, and by its watchdog when the kernel dies (even SIGKILLed)."""
+    found = getattr(cluster, "supervisor", None)
+    if found is not None:
+        return found
+    found = getattr(cluster, "_services_supervisor", None)
+    if found is None:
+        found = Supervisor(Path(tempfile.mkdtemp(prefix="labkit-services-")))
+        cluster._services_supervisor = found
+        cluster.on_stop(found.stop_all)
+    return found
 
-    Inside the cluster's own directory when labkit owns it, so it goes with the cluster, even when the
-    kernel is killed (the watchdog removes that directory). For a cluster without one (external), in the
-    system temp dir, removed when the cluster stops.
+
+def scratch_dir(cluster: Any, prefix: str) -> Path:
+    """A new directory for files that belong with ``cluster`` (a reassignment plan, a group's member logs):
+    inside the cluster's own directory when labkit owns it, else inside its :func:`supervisor_of`'s. Either
+    way it goes with the cluster: when it stops, or when the kernel dies (the watchdog removes the directory).
     """
-    root = getattr(cluster, "data_dir", None)
-    if root is not None:
-        (Path(root) / "scratch").mkdir(parents=True, exist_ok=True)
-        return Path(tempfile.mkdtemp(prefix=prefix, dir=Path(root) / "scratch"))
-    path = Path(tempfile.mkdtemp(prefix=prefix))
-    cluster.on_stop(lambda: shutil.rmtree(path, ignore_errors=True))  # type: ignore[attr-defined]
-    return path
+    root = Path(getattr(cluster, "data_dir", None) or supervisor_of(cluster).root) / "scratch"
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=root))
 
 
 def tail(path: Path, lines: int) -> str:

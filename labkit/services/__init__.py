@@ -13,26 +13,12 @@ Layer: services, below the cluster (which starts them) and above the view and th
 from __future__ import annotations
 
 import json
-import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any, Optional
 
-from ..runtime.processes import Supervisor
-
-
-def supervisor_of(cluster: Any) -> Supervisor:
-    """The supervisor that owns ``cluster``'s processes (one is made for a cluster without one)."""
-    found = getattr(cluster, "supervisor", None)
-    if found is not None:
-        return found
-    found = getattr(cluster, "_services_supervisor", None)
-    if found is None:
-        found = Supervisor(Path(tempfile.mkdtemp(prefix="labkit-services-")))
-        cluster._services_supervisor = found
-        cluster.on_stop(found.stop_all)
-    return found
+from ..runtime.processes import supervisor_of
 
 
 def service_dir(cluster: Any, name: str) -> Path:

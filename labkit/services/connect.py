@@ -45,10 +45,10 @@ from ..errors import LabkitError
 from ..runtime.jvm import find_java
 from ..runtime.maven import ArtifactSet, cached, fetch, jar_artifact, keep_missing_jars, resolve
 from ..runtime.ports import free_ports
-from ..runtime.processes import ManagedProcess, tail
+from ..runtime.processes import ManagedProcess, supervisor_of, tail
 from ..runtime.progress import Progress
 from ..runtime.steps import step
-from . import http, java_options, replication_factor, service_dir, supervisor_of
+from . import http, java_options, replication_factor, service_dir
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -36,10 +36,10 @@ from ..runtime.jvm import find_java
 from ..runtime.cache import cache_dir, file_lock
 from ..runtime.maven import repository
 from ..runtime.ports import free_ports
-from ..runtime.processes import ManagedProcess
+from ..runtime.processes import ManagedProcess, supervisor_of
 from ..runtime.progress import Progress
 from ..runtime.steps import step
-from . import answers, http, java_options, service_dir, supervisor_of
+from . import answers, http, java_options, service_dir
 
 log = logging.getLogger(__name__)
 

@@ -43,8 +43,8 @@ from ..errors import LabkitError
 from ..runtime.distribution import ensure_distribution
 from ..runtime.environment import environments_dir
 from ..runtime.jvm import find_java
-from ..runtime.processes import ManagedProcess, tail
-from . import http, java_options, replication_factor, service_dir, streamsbuild, streamsgroup, supervisor_of
+from ..runtime.processes import ManagedProcess, supervisor_of, tail
+from . import http, java_options, replication_factor, service_dir, streamsbuild, streamsgroup
 from .streamsbuild import (LAUNCHER_MAIN, CompiledTopology, StreamsAppError, StreamsCompileError, compile_topology,
                            ensure_streams, launcher, native_dir)
 from .streamstopology import Topology
