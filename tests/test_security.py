@@ -152,6 +152,10 @@ def test_kafka_acls_and_create_acls_grant_and_a_consumer_needs_its_group(secured
     topic, group = secured.create_topic(unique("orders"), partitions=1), unique("reports")
     out = secured.tool("kafka-acls", "--add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", topic)
     assert "operation=WRITE" in out.stdout
+    # the tool returns once the controller has the ACL: the leader's authorizer may not have it yet (fresh clone
+    # 72 produced into TOPIC_AUTHORIZATION_FAILED here). Lesson 08 waits the same way.
+    security.wait_for_acls(secured, [AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:alice",
+                                                "*", AclOperation.WRITE, AclPermissionType.ALLOW)])
     assert produce(alice, topic) == "delivered"
     grant(secured, AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:alice", "*",
                               AclOperation.READ, AclPermissionType.ALLOW))
