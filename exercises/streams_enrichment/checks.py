@@ -258,34 +258,6 @@ class Run:
                 self.send_orders(step.late)
                 self.caught_up()
 
-    def settled(self, timeout: float = 60.0) -> None:
-        """Wait until no transaction is open on the revenue topic: a read_committed reader's end (the last stable
-        offset) is the log's end. An exactly-once application's last transaction commits its offsets and its
-        updates together, but the commit markers reach the revenue topic a moment after the offsets read as
-        committed (caught_up); an application without transactions is settled at once."""
-        from confluent_kafka import TopicPartition
-        from confluent_kafka.admin import OffsetSpec
-
-        from labkit.admin import list_offsets
-        from labkit.waiting import Wait, WaitTimeout
-
-        admin = self.cluster.admin()
-        wanted = [TopicPartition(self.revenue, 0)]
-        seen: list[Optional[int]] = [None, None]
-
-        def no_open_transaction() -> bool:
-            key = (self.revenue, 0)
-            seen[0] = list_offsets(admin, wanted, OffsetSpec.latest(), timeout=10, committed=True)[key]
-            seen[1] = list_offsets(admin, wanted, OffsetSpec.latest(), timeout=10)[key]
-            return seen[0] is not None and seen[0] == seen[1]
-
-        try:
-            Wait(f"the application's last transaction on {self.revenue} to commit", timeout=timeout
-                 ).until(no_open_transaction)
-        except WaitTimeout:
-            raise AssertionError(f"a transaction on the revenue topic stayed open for {timeout:.0f} s after the "
-                                 f"application committed its input (last stable offset {seen[0]}, end {seen[1]})") from None
-
     def results(self) -> dict[tuple[str, int], list[float]]:
         """Every update the application wrote that a read_committed reader sees, per (region, window start)."""
         updates: dict[tuple[str, int], list[float]] = {}
@@ -298,8 +270,7 @@ class Run:
     def compare(self, expected: Optional[dict[tuple[str, int], int]] = None) -> dict[tuple[str, int], list[float]]:
         """AssertionError naming what differs unless each window's last update is the expected revenue."""
         expected = self.scenario.expected() if expected is None else expected
-        self.settled()
-        updates = self.results()
+        updates = self.results()  # after caught_up(): under exactly-once, no transaction left open on revenue
         latest = {k: v[-1] for k, v in updates.items()}
         missing = sorted(set(expected) - set(latest))
         extra = sorted(set(latest) - set(expected))

@@ -67,9 +67,31 @@ def lag(app: App) -> "pd.DataFrame":
     return pd.DataFrame(rows, columns=["topic", "partition", "end", "committed", "lag"])
 
 
+def open_transactions(app: App) -> list[tuple[str, int]]:
+    """Partitions of the topics the application writes where a read_committed reader stops short of the end
+    (its last stable offset is below the high watermark): a transaction is still open there. Partitions whose
+    offsets could not be read are listed too; a topic not created yet has had nothing written to it."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    from ..admin import list_offsets
+
+    admin = app.cluster.admin()
+    names = [app.topology.broker_name(topic) for topic in app.topology.sink_topics()]
+    topics = admin.list_topics(timeout=10).topics
+    wanted = [TopicPartition(name, p) for name in names if name in topics for p in sorted(topics[name].partitions)]
+    stable = list_offsets(admin, wanted, OffsetSpec.latest(), timeout=10, committed=True)
+    ends = list_offsets(admin, wanted, OffsetSpec.latest(), timeout=10)
+    return [key for key, offset in stable.items() if offset is None or offset != ends[key]]
+
+
 def wait_caught_up(app: App, timeout: float = 120.0) -> "pd.DataFrame":
     """Wait until the group committed every record of every topic it reads; under exactly-once a repartition
-    topic ends with the marker of the application's own last transaction, which is not a record to commit."""
+    topic ends with the marker of the application's own last transaction, which is not a record to commit.
+
+    Under exactly-once also until no transaction is open on the topics it writes: the last one commits the
+    offsets and the output together, but its markers reach the output a moment after the offsets read as
+    committed, and a read_committed reader stops before them until then."""
     eos = str(app.config.get("processing.guarantee", "")).startswith("exactly_once")
     internal = {app.topology.broker_name(t) for t in app.topology.repartition_topics()}
 
@@ -80,7 +102,8 @@ def wait_caught_up(app: App, timeout: float = 120.0) -> "pd.DataFrame":
         frame = lag(app)
         slack = frame["topic"].isin(internal) & eos
         known = frame["lag"].notna().all()  # an end offset not read (a slow broker) is not "caught up"
-        return bool(known and ((frame["lag"] == 0) | (slack & (frame["lag"] <= 1))).all())
+        committed = bool(known and ((frame["lag"] == 0) | (slack & (frame["lag"] <= 1))).all())
+        return committed and not (eos and open_transactions(app))
 
     running = app.running or app.instances
     if not running or running[0].process is None:
