@@ -130,43 +130,37 @@ def test_what_the_lab_writes_beside_a_cluster_goes_with_it():
         kill_owner(proc, data_dir, "the cluster")
 
 
-EXTERNAL = textwrap.dedent("""
-    import time
+class External:
+    """A cluster labkit does not own: no data_dir (its brokers are not ours), and hooks run when it stops."""
+
+    def __init__(self):
+        self.hooks = []
+
+    def on_stop(self, hook):
+        self.hooks.append(hook)
+
+
+def test_scratch_beside_a_cluster_labkit_does_not_own_goes_when_it_stops():
     from labkit.runtime.processes import scratch_dir
 
-    class External:  # no data_dir: its brokers are not ours
-        hooks = []
-
-        def on_stop(self, hook):
-            self.hooks.append(hook)
-
-    print(scratch_dir(External(), "plan-"), flush=True)
-    time.sleep(600)
-""")
+    cluster = External()
+    path = scratch_dir(cluster, "plan-")
+    assert path.is_dir() and path.name.startswith("plan-")
+    for hook in cluster.hooks:
+        hook()
+    assert not path.exists() and not path.parent.parent.exists()
 
 
-@pytest.mark.parametrize("ending", ["stopped", "owner SIGKILLed"])
-def test_scratch_beside_a_cluster_labkit_does_not_own_goes_with_it(ending):
-    """A reassignment plan or a group's files beside a cluster labkit does not own (the grader's kernels run on
-    one) go when it stops, and when its kernel is killed without stopping it."""
-    if ending == "stopped":
+def test_scratch_beside_a_cluster_labkit_does_not_own_goes_when_its_owner_is_killed():
+    """A grader's kernel never stops the cluster it was handed: its reassignment plans and group files go
+    with the kernel, killed or not."""
+    code = textwrap.dedent("""
+        import time, types
         from labkit.runtime.processes import scratch_dir
-
-        class External:
-            def __init__(self):
-                self.hooks = []
-
-            def on_stop(self, hook):
-                self.hooks.append(hook)
-
-        cluster = External()
-        path = scratch_dir(cluster, "plan-")
-        assert path.is_dir() and path.name.startswith("plan-")
-        for hook in cluster.hooks:
-            hook()
-        assert not path.exists() and not path.parent.parent.exists()
-        return
-    proc = subprocess.Popen([sys.executable, "-c", EXTERNAL], stdout=subprocess.PIPE, text=True)
+        print(scratch_dir(types.SimpleNamespace(on_stop=lambda hook: None), "plan-"), flush=True)
+        time.sleep(600)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     path = Path(proc.stdout.readline().strip())
     assert path.is_dir() and path.name.startswith("plan-")
     os.kill(proc.pid, signal.SIGKILL)
