@@ -130,8 +130,10 @@ def test_an_application_runs_says_what_it_does_and_restarts(fresh_cluster, uniqu
     assert str(cluster.data_dir) in str(app.instances[0].directory), "its state and log live in the cluster's directory"
     # killed and started on an empty state directory: the store comes back from the changelog
     instance = app.instances[0]
+    assert len(app.members()) == 1
     instance.kill()
     assert instance.state == "killed"
+    Wait("the group to drop the killed instance", timeout=60).until(lambda: app.members() == [])
     instance.start(wipe_state=True, timeout=120)
     restored = instance.restores()
     assert int(restored[restored["store"] == "per-colour"]["records"].sum()) == 300

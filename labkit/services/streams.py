@@ -351,6 +351,11 @@ class App:
     def protocol(self) -> str:
         return str(self.config.get("group.protocol", "classic"))
 
+    def members(self) -> list[str]:
+        """The group's members as its coordinator sees them (client ids; classic protocol): a killed or frozen
+        instance is one until its session times out."""
+        return streamsgroup.members(self)
+
     def describe(self) -> str:
         """What the broker says about the group and its members (``kafka-streams-groups`` for the streams protocol,
         ``kafka-consumer-groups`` for the classic one)."""

@@ -67,6 +67,25 @@ def lag(app: App) -> "pd.DataFrame":
     return pd.DataFrame(rows, columns=["topic", "partition", "end", "committed", "lag"])
 
 
+def members(app: App) -> list[str]:
+    """The client ids of the group's members as its coordinator sees them (classic protocol). A killed or frozen
+    instance stays a member until its session times out; by the time it is dropped, the coordinator has handled
+    everything the instance sent before, a commit on its way included."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    if app.protocol == "streams":
+        raise StreamsAppError(f"{app.name} uses the streams protocol, whose groups the admin client here cannot "
+                              "describe.", "app.describe() shows its members (kafka-streams-groups).")
+    admin = app.cluster.admin()
+    try:
+        found = admin.describe_consumer_groups([app.name], request_timeout=10)[app.name].result(timeout=20)
+    except KafkaException as exc:
+        if exc.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
+            return []
+        raise
+    return sorted(m.client_id for m in found.members)
+
+
 def open_transactions(app: App) -> list[tuple[str, int]]:
     """Partitions of the topics the application writes where a read_committed reader stops short of the end
     (its last stable offset is below the high watermark): a transaction is still open there. Partitions whose
@@ -149,4 +168,4 @@ def reset(app: App, input_topics: Optional[list[str]] = None) -> str:
     return str(out).strip()
 
 
-__all__ = ["describe", "lag", "reset", "task_count", "wait_caught_up"]
+__all__ = ["describe", "lag", "members", "open_transactions", "reset", "task_count", "wait_caught_up"]

@@ -613,10 +613,12 @@ clean `stop()` leaves the group at once.
 
 A stream of payments is booked to a ledger (a `mapValues`). The instance is killed in the middle
 of the stream and restarted. Not at a random moment: it is frozen first (`pause()`, SIGSTOP, as a
-long GC pause would), and killed only if its ledger holds records whose payments it has not
-committed yet; otherwise it runs on and is looked at again. With `at_least_once`, what it processed
-after its last commit is processed again; with `exactly_once_v2`, its output and its input offsets
-are committed in one Kafka transaction, and a `read_committed` reader never sees an aborted one.
+long GC pause would) until the group drops it (its session timeout: by then the coordinator has
+handled everything it sent, a commit on its way included), and killed only if its ledger holds
+records whose payments it has not committed; otherwise it runs on and is looked at again. With
+`at_least_once`, what it processed after its last commit is processed again; with `exactly_once_v2`,
+its output and its input offsets are committed in one Kafka transaction, and a `read_committed`
+reader never sees an aborted one.
 """)
 nb.code("""
 eos_q = predict.ask("12.eos", "6,000 payments, the instance killed after about a third. How many duplicates does a "
@@ -656,11 +658,13 @@ def crash_mid_stream(guarantee, count=6_000):
     for attempt in range(10):  # kill it while its ledger is ahead of its commits: frozen first, then looked at
         Wait("a third of the payments booked, the last ones not committed yet", timeout=120, interval=0.05).until(
             lambda: booked() > count // 3 and uncommitted() > 0)
-        instance.pause()       # SIGSTOP: from here on it commits nothing
-        at_risk = uncommitted()
+        instance.pause()       # SIGSTOP: from here on it sends nothing
+        Wait("the group to drop the frozen instance (its session timeout)", timeout=60, interval=0.2).until(
+            lambda: not booking.members())
+        at_risk = uncommitted()  # a commit sent just before the freeze has landed by now
         if at_risk > 0:
             break
-        instance.resume()      # it committed between the two looks: look again
+        instance.resume()      # that commit covered everything: it rejoins, and is looked at again
     instance.kill()
     killed = time.monotonic()
     instance.start()
@@ -693,11 +697,12 @@ eos_q.reveal(f"{'some' if alos else 'none'} / {'some' if eos else 'none'}",
              "the instance died.")
 """)
 nb.md("""
-Under exactly-once the ledger's `read_committed` readers also waited longer after the kill: the dead
-instance's transaction stays open, holding back everything written after it, until the broker
-aborts it. A stateless application gets a new transactional id when it restarts, so nothing fences
-the old one: it times out (`transaction.timeout.ms`, 10 s in Kafka Streams). An application with
-state keeps its id in its state directory and fences the old transaction at once.
+Under exactly-once something more holds a `read_committed` reader of the ledger back after the
+kill (the last column): the dead instance's transaction stays open, hiding everything written after
+it, until the broker aborts it. A stateless application gets a new transactional id when it
+restarts, so nothing fences the old one: it times out (`transaction.timeout.ms`, 10 s in Kafka
+Streams, counted from the transaction's start, before the freeze). An application with state keeps
+its id in its state directory and fences the old transaction at once.
 """)
 
 nb.md("""
