@@ -39,19 +39,28 @@ def task_count(app: App) -> int:
     return sum(counts.values())
 
 
+def _partitions(app: App, topics: list[str]) -> tuple[list[Any], list[str]]:
+    """Every partition the cluster has of the topology's ``topics`` (TopicPartitions under their names on the
+    broker, in order), and the names of those it does not have yet."""
+    from confluent_kafka import TopicPartition
+
+    names = [app.topology.broker_name(topic) for topic in topics]
+    there = app.cluster.admin().list_topics(timeout=10).topics
+    wanted = [TopicPartition(name, p) for name in names if name in there for p in sorted(there[name].partitions)]
+    return wanted, [name for name in names if name not in there]
+
+
 def lag(app: App) -> "pd.DataFrame":
     """Per partition of every topic the application reads: end offset, committed offset, the records between
     (end and lag empty where the partition's end offset could not be read)."""
     import pandas as pd
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka import ConsumerGroupTopicPartitions
     from confluent_kafka.admin import OffsetSpec
 
     from ..admin import list_offsets
 
     admin = app.cluster.admin()
-    names = [app.topology.broker_name(topic) for topic in app.topology.source_topics()]
-    topics = admin.list_topics(timeout=10).topics
-    wanted = [TopicPartition(name, p) for name in names if name in topics for p in sorted(topics[name].partitions)]
+    wanted, missing = _partitions(app, app.topology.source_topics())
     # The commits first, then the ends: read the other way round, a record the application wrote to its own
     # repartition topic after that topic's end was read, in the same moment as it committed the input record it came
     # from, looked processed (no lag anywhere) while it was not. Read this way, anything written or committed
@@ -60,7 +69,7 @@ def lag(app: App) -> "pd.DataFrame":
     committed = {(tp.topic, tp.partition): tp.offset for tp in found[app.name].result(timeout=20).topic_partitions}
     ends = list_offsets(admin, wanted, OffsetSpec.latest(), timeout=10)  # each partition's high watermark
     rows = [{"topic": tp.topic, "partition": tp.partition, "end": ends[(tp.topic, tp.partition)]} for tp in wanted]
-    rows += [{"topic": name, "partition": None, "end": None} for name in names if name not in topics]  # not there yet
+    rows += [{"topic": name, "partition": None, "end": None} for name in missing]  # not there yet
     for row in rows:
         row["committed"] = max(committed.get((row["topic"], row["partition"]), -1), 0)
         row["lag"] = None if row["end"] is None else max(row["end"] - row["committed"], 0)
@@ -90,15 +99,12 @@ def open_transactions(app: App) -> list[tuple[str, int]]:
     """Partitions of the topics the application writes where a read_committed reader stops short of the end
     (its last stable offset is below the high watermark): a transaction is still open there. Partitions whose
     offsets could not be read are listed too; a topic not created yet has had nothing written to it."""
-    from confluent_kafka import TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
     from ..admin import list_offsets
 
     admin = app.cluster.admin()
-    names = [app.topology.broker_name(topic) for topic in app.topology.sink_topics()]
-    topics = admin.list_topics(timeout=10).topics
-    wanted = [TopicPartition(name, p) for name in names if name in topics for p in sorted(topics[name].partitions)]
+    wanted, _ = _partitions(app, app.topology.sink_topics())
     stable = list_offsets(admin, wanted, OffsetSpec.latest(), timeout=10, committed=True)
     ends = list_offsets(admin, wanted, OffsetSpec.latest(), timeout=10)
     return [key for key, offset in stable.items() if offset is None or offset != ends[key]]

@@ -638,8 +638,8 @@ def crash_mid_stream(guarantee, count=6_000):
     ''', name=f"book-{tag}-{run}", params={"payments": payments_in, "ledger": ledger},
         config={"processing.guarantee": guarantee, "commit.interval.ms": 1000})
 
-    def feed():
-        producer = cluster.producer(linger_ms=5)
+    def feed():            # idempotent: a retried send is not a second payment, so every duplicate is the app's
+        producer = cluster.producer(linger_ms=5, enable_idempotence=True)
         for i in range(count):
             producer.produce(payments_in, key=f"account-{i % 50}", value=f"payment-{i:06d}")
             producer.poll(0)
