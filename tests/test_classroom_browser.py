@@ -32,6 +32,7 @@ import pytest
 
 from conftest import java_pids_of
 from labkit.app import classroom
+from labkit.runtime.processes import orphan_proof
 
 pytestmark = [pytest.mark.browser, pytest.mark.notebook]
 
@@ -79,7 +80,9 @@ def hub(tmp_path_factory):
                       .replace('root = "/srv/kafka-lab"', f'root = "{shipped.root}"'))
     subprocess.run(["groupadd", "--system", group], check=True)
     log = (work / "hub.log").open("w")
-    server = subprocess.Popen([str(shipped.venv / "bin" / "labkit"), "classroom", "serve", "--config", str(config)],
+    # TERM when this worker dies, even SIGKILLed: the hub then stops its proxy and the learners' servers itself
+    server = subprocess.Popen(orphan_proof([str(shipped.venv / "bin" / "labkit"), "classroom", "serve", "--config",
+                                            str(config)], deathsig="TERM"),
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     info = {"base": base, "names": names, "server": server, "work": work, "log": work / "hub.log", "times": {}}

@@ -109,11 +109,12 @@ def thread_states(pid: int) -> set[str]:
     return states
 
 
-def orphan_proof(command: Sequence[str]) -> list[str]:
-    """``command``, started so the kernel kills it when this thread ends (Linux, main thread, setpriv)."""
+def orphan_proof(command: Sequence[str], deathsig: str = "KILL") -> list[str]:
+    """``command``, started so the kernel sends it ``deathsig`` when this thread ends (Linux, main thread,
+    setpriv): KILL, or TERM for a program that stops its own children when it is told to."""
     if sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread() \
             and shutil.which("setpriv"):
-        return ["setpriv", "--pdeathsig", "KILL", "--", *command]
+        return ["setpriv", "--pdeathsig", deathsig, "--", *command]
     return list(command)
 
 

@@ -233,9 +233,11 @@ Make the second replica of partition 2 its preferred leader:
 nb.code("""
 current = cluster.describe_topic(payments)[2]
 new_order = [current.replicas[1], current.replicas[0], *current.replicas[2:]]
-plan = Path(tempfile.mkdtemp()) / "reorder.json"
-plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": payments, "partition": 2, "replicas": new_order}]}))
-cluster.tool("kafka-reassign-partitions", "--reassignment-json-file", str(plan), "--execute")
+with tempfile.TemporaryDirectory() as work:     # the plan is a file the tool reads; gone after it ran
+    plan = Path(work) / "reorder.json"
+    move = {"topic": payments, "partition": 2, "replicas": new_order}
+    plan.write_text(json.dumps({"version": 1, "partitions": [move]}))
+    cluster.tool("kafka-reassign-partitions", "--reassignment-json-file", str(plan), "--execute")
 # A tool returns once the controller has committed the change; each broker applies it a moment later
 # (seconds on a busy machine). Read the result only when every running broker shows it:
 reordered = operations.wait_for_placement(cluster, payments, 2, replicas=new_order)
