@@ -2,9 +2,9 @@
 replays little.
 
 The loop runs in a child of the learner's kernel (the task :func:`start_loop`), on a consumer the
-task builds with ``enable.auto.commit=false`` and a ``process`` that appends ``partition offset
-value`` to a log. The grader decides from what it reads itself: that log, and the offsets the
-group committed on the broker. Visible checks here; the crash test is in ``hidden_checks.py``.
+task builds with ``enable.auto.commit=false`` (noting each commit and the broker's answer in a
+log of its own) and a ``process`` that appends ``partition offset value`` to a log. The grader
+decides from what it reads itself: those logs, and the offsets the group committed on the broker. Visible checks here; the crash test is in ``hidden_checks.py``.
 """
 
 from __future__ import annotations
@@ -48,8 +48,30 @@ def start_loop(user, bootstrap, topic, group, log, idle):
 
         from confluent_kafka import Consumer
 
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                             "session.timeout.ms": 6000, "enable.auto.commit": False})
+        commits = open(f"{log}.commits", "a", buffering=1)  # commit_log(log): this task runs as source alone
+
+        def note(event):
+            commits.write(event + "\n")
+            commits.flush()
+
+        class Watched(Consumer):
+            """The consumer the loop gets: each commit it asks for goes to the commit log, and so does the
+            broker's answer: when a synchronous commit returns, or (asynchronous) when a later poll serves it."""
+
+            def commit(self, *args, **kwargs):
+                note("asked")
+                if kwargs.get("asynchronous", args[2] if len(args) > 2 else True):
+                    return super().commit(*args, **kwargs)
+                try:
+                    return super().commit(*args, **kwargs)
+                finally:
+                    note("answered")
+
+        def answered(err, partitions):
+            note("answered")
+
+        consumer = Watched({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                            "session.timeout.ms": 6000, "enable.auto.commit": False, "on_commit": answered})
         consumer.subscribe([topic])
         out = open(log, "a", buffering=1)
 
@@ -63,6 +85,7 @@ def start_loop(user, bootstrap, topic, group, log, idle):
         finally:
             consumer.close()
             out.close()
+            commits.close()
 
     return forked(body)
 
@@ -89,6 +112,19 @@ def processed(log: Path) -> list[tuple[int, int, str]]:
     return out
 
 
+def commit_log(log) -> Path:
+    """Beside the loop's log: a line per commit the loop asked for, and one per answer from the broker."""
+    return Path(f"{log}.commits")
+
+
+def commits_settled(log: Path) -> bool:
+    """Whether the loop's last commit has been answered (or it made none). A coordinator answers one group's
+    commits in order, so an answer means the ones before it were handled too; an asynchronous commit with
+    nothing to commit is never answered, and is settled by the next one."""
+    lines = harness.lines(commit_log(log))
+    return not lines or lines[-1] == "answered"
+
+
 def committed(cluster, group: str, topic: str, partitions: int = 3) -> dict[int, int]:
     """The offsets ``group`` has committed on ``topic``, read from the broker (0 where nothing is committed)."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
@@ -112,7 +148,7 @@ def crash_mid_batch(ns, args: tuple, log: Path, group: str, topic: str, crashes:
     or committed but not processed); ``crashes`` times. Then one run to the end. Returns what each crash hit.
 
     The child is frozen (SIGSTOP) while the grader compares its log with the broker, so the moment it is
-    killed at is the moment the grader looked at.
+    killed at is the moment the grader looked at; a moment with a commit on its way is not judged.
     """
     rng = rng or random.Random()
     cluster = ns.cluster
@@ -133,11 +169,13 @@ def crash_mid_batch(ns, args: tuple, log: Path, group: str, topic: str, crashes:
             hit = "a quiet moment"
             for _ in range(40):
                 os.kill(pid, signal.SIGSTOP)
-                time.sleep(0.3)  # requests the child sent before it froze reach the broker
+                # Judged only with no commit on its way: then what the broker holds is every commit the loop made
+                # (one still travelling would land after this read, and the moment would be misjudged).
+                settled = commits_settled(log)
                 done = {(p, o) for p, o, _ in processed(log)}
-                offsets = committed(cluster, group, topic)
+                offsets = committed(cluster, group, topic) if settled else {}
                 unprocessed = sum(1 for p, c in offsets.items() for o in range(c) if (p, o) not in done)
-                uncommitted = sum(1 for p, o in done if o >= offsets.get(p, 0))
+                uncommitted = sum(1 for p, o in done if o >= offsets.get(p, 0)) if settled else 0
                 if unprocessed or uncommitted:
                     hit = (f"{uncommitted} records processed but not committed" if uncommitted else
                            f"{unprocessed} records committed but never processed")
