@@ -4,7 +4,8 @@ replays little.
 The loop runs in a child of the learner's kernel (the task :func:`start_loop`), on a consumer the
 task builds with ``enable.auto.commit=false`` (noting each commit and the broker's answer in a
 log of its own) and a ``process`` that appends ``partition offset value`` to a log. The grader
-decides from what it reads itself: those logs, and the offsets the group committed on the broker. Visible checks here; the crash test is in ``hidden_checks.py``.
+decides from what it reads itself: those logs, and the offsets the group committed on the broker.
+Visible checks here; the crash test is in ``hidden_checks.py``.
 """
 
 from __future__ import annotations
