@@ -172,15 +172,15 @@ def crash_mid_batch(ns, args: tuple, log: Path, group: str, topic: str, crashes:
                 os.kill(pid, signal.SIGSTOP)
                 # Judged only with no commit on its way: then what the broker holds is every commit the loop made
                 # (one still travelling would land after this read, and the moment would be misjudged).
-                settled = commits_settled(log)
-                done = {(p, o) for p, o, _ in processed(log)}
-                offsets = committed(cluster, group, topic) if settled else {}
-                unprocessed = sum(1 for p, c in offsets.items() for o in range(c) if (p, o) not in done)
-                uncommitted = sum(1 for p, o in done if o >= offsets.get(p, 0)) if settled else 0
-                if unprocessed or uncommitted:
-                    hit = (f"{uncommitted} records processed but not committed" if uncommitted else
-                           f"{unprocessed} records committed but never processed")
-                    break
+                if commits_settled(log):
+                    done = {(p, o) for p, o, _ in processed(log)}
+                    offsets = committed(cluster, group, topic)
+                    unprocessed = sum(1 for p, c in offsets.items() for o in range(c) if (p, o) not in done)
+                    uncommitted = sum(1 for p, o in done if o >= offsets.get(p, 0))
+                    if unprocessed or uncommitted:
+                        hit = (f"{uncommitted} records processed but not committed" if uncommitted else
+                               f"{unprocessed} records committed but never processed")
+                        break
                 os.kill(pid, signal.SIGCONT)
                 time.sleep(rng.uniform(0.01, 0.08))
             hits.append(f"crash {crash + 1}: {hit}")

@@ -43,10 +43,7 @@ def exactly_once_across_a_crash(ns):
             time.sleep(0.05)
         for sample in range(40):  # freeze it; kill it once a crash would hurt a wrong loop, else run on
             os.kill(pid, signal.SIGSTOP)
-            time.sleep(0.3)  # requests sent before it froze reach the brokers
-            visible = len(cluster.read_all(target, isolation_level="read_committed"))
-            written = len(cluster.read_all(target, isolation_level="read_uncommitted"))
-            consumed = checks.committed_group_offsets(cluster, group, source)
+            visible, written, consumed = _settled(cluster, source, target, group)
             if visible != consumed:
                 moment = (f"a moment when read_committed readers saw {visible} ledger records and the group had "
                           f"committed source offsets for {consumed}")
@@ -61,3 +58,22 @@ def exactly_once_across_a_crash(ns):
     pid = ns.run(checks.start_transfer, *args)
     harness.wait_for_exit(ns, pid, checks.RUN_TIMEOUT, "the restarted transfer", explain=checks.stuck_where)
     checks.check_ledger(cluster, target, payments, f"after a crash at {moment}")
+
+
+def _settled(cluster, source: str, target: str, group: str, looks: int = 20) -> tuple[int, int, int]:
+    """What the brokers hold of a frozen transfer: (ledger records read_committed readers see, ledger records
+    written, source offsets the group committed), once two looks in a row agree. Requests the transfer sent
+    before it froze still reach the brokers (a commit marker, an offset commit): a look taken while one lands
+    would judge a moment that never was."""
+    def look() -> tuple[int, int, int]:
+        return (len(cluster.read_all(target, isolation_level="read_committed")),
+                len(cluster.read_all(target, isolation_level="read_uncommitted")),
+                checks.committed_group_offsets(cluster, group, source))
+
+    seen = look()
+    for _ in range(looks):
+        now = look()
+        if now == seen:
+            break
+        seen = now
+    return seen
