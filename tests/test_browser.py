@@ -48,6 +48,7 @@ from checked_outputs import differences, reference_outputs, sanitize_patterns
 from conftest import BROWSER_LESSONS, REPO, assert_no_jvm_left
 from labkit.app import lab
 from labkit.grading.exercises import reference_notebook, template
+from labkit.runtime.processes import orphan_proof
 from labkit.waiting import Wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.notebook]
@@ -126,9 +127,10 @@ def jupyterlab(tmp_path_factory):
             os.environ["LABKIT_STATE_DIR"] = saved_state
     log_path = work / "jupyterlab.log"
     log = log_path.open("w")
-    server = subprocess.Popen(
-        lab.command(root, state / "workspaces", port=port, open_browser=False,
-                    extra=(f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0")),
+    server = subprocess.Popen(  # told to stop (TERM: it shuts its kernels down) if this worker dies
+        orphan_proof(lab.command(root, state / "workspaces", port=port, open_browser=False,
+                                 extra=(f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0")),
+                     deathsig="TERM"),
         stdout=log, stderr=subprocess.STDOUT, env=lab.environment(env), cwd=root, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
 

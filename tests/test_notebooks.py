@@ -24,6 +24,7 @@ from checked_outputs import REFERENCE, differences, reference_outputs, sanitize_
 from conftest import BROWSER_LESSONS, REPO, assert_no_jvm_left
 from labkit.app import startpage
 from labkit.authoring import read_source
+from labkit.runtime.processes import orphan_proof
 
 NOTEBOOKS = REPO / "notebooks"
 LESSON_SOURCES = REPO / "scripts" / "lessons"
@@ -122,9 +123,10 @@ def test_lesson_runs_and_its_checked_outputs_match(notebook, output_dir):
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / notebook.name
     with tempfile.TemporaryDirectory(prefix="kafka-lab-nb-") as data_dir:
-        proc = subprocess.run(
+        # killed with this worker (its kernel follows: ipykernel exits when its parent goes), not left running
+        proc = subprocess.run(orphan_proof(
             [sys.executable, "-m", "labkit.runtime.kernels", str(notebook), str(out), "--cwd", str(NOTEBOOKS),
-             "--execution-timeout", "600"],
+             "--execution-timeout", "600"]),
             env=_env(Path(data_dir)), capture_output=True, text=True, timeout=1200)
         assert proc.returncode == 0, f"{notebook.name} failed under papermill:\n{proc.stderr[-3000:]}"
         assert_no_jvm_left(data_dir, "the notebook")
