@@ -62,12 +62,21 @@ def exactly_once_across_a_crash(ns):
 
 def _settled(cluster, source: str, target: str, group: str, looks: int = 20) -> tuple[int, int, int]:
     """What the brokers hold of a frozen transfer: (ledger records read_committed readers see, ledger records
-    written, source offsets the group committed), once two looks in a row agree. Requests the transfer sent
-    before it froze still reach the brokers (a commit marker, an offset commit): a look taken while one lands
-    would judge a moment that never was."""
-    def look() -> tuple[int, int, int]:
-        return (len(cluster.read_all(target, isolation_level="read_committed")),
-                len(cluster.read_all(target, isolation_level="read_uncommitted")),
+    written, source offsets the group committed), once two looks in a row at the offsets agree (the ledger's
+    ends, its last stable offsets, the group's commits). Requests the transfer sent before it froze still reach
+    the brokers (a write, an offset commit, the end of its transaction): a moment judged while one lands would be
+    one that never was. The ledger is read once, when nothing moves any more."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    from labkit.admin import list_offsets
+
+    admin = cluster.admin()
+    ledger = [TopicPartition(target, p.partition) for p in cluster.describe_topic(target).partitions]
+
+    def look() -> tuple:
+        return (list_offsets(admin, ledger, OffsetSpec.latest(), timeout=10),
+                list_offsets(admin, ledger, OffsetSpec.latest(), timeout=10, committed=True),
                 checks.committed_group_offsets(cluster, group, source))
 
     seen = look()
@@ -76,4 +85,5 @@ def _settled(cluster, source: str, target: str, group: str, looks: int = 20) -> 
         if now == seen:
             break
         seen = now
-    return seen
+    return (len(cluster.read_all(target, isolation_level="read_committed")),
+            len(cluster.read_all(target, isolation_level="read_uncommitted")), seen[2])
