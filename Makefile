@@ -13,8 +13,8 @@ PYTEST_ARGS ?=
 # finished in 18:43 (2,082 CPU-s); on 2026-11-27's slower host, with the cores 85 % busy, five took 28:14 against
 # four's 28:49 (every test slower, no sooner done). A fifth never cost time; it pays when the host has cores to spare.
 # loadgroup: tests sharing a costly fixture (the session cluster, a module's secured cluster, JupyterLab) run in one
-# worker, the rest one at a time, longest first (tests/conftest.py). Every test's time is kept in
-# test-output/junit.xml, to see where the minutes go.
+# worker, the rest one at a time, longest first (tests/conftest.py). Every test's time and CPU seconds (cpu_s) are
+# kept in test-output/junit.xml, to see where the minutes go; the run ends with the slowest and the costliest.
 JOBS ?= 5
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

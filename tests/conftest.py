@@ -177,13 +177,55 @@ def pytest_collection_modifyitems(config, items):
 _LAST_ON_SESSION_CLUSTER = pytest.StashKey[Optional[pytest.Item]]()
 
 
+#: CPU seconds this process and its waited-for children had used when a test's setup began.
+_CPU_AT_SETUP = pytest.StashKey[float]()
+
+
+def _cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_setup(item):
+    item.stash[_CPU_AT_SETUP] = _cpu_seconds()
+    yield
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item, nextitem):
     yield
-    if item is not item.config.stash.get(_LAST_ON_SESSION_CLUSTER, None):
+    if item is item.config.stash.get(_LAST_ON_SESSION_CLUSTER, None):
+        # The session cluster stops now, with what rides on it (the registry, `cluster`): its fixture's own
+        # teardown. Should a later test still ask for it, pytest starts it again -- slower, never wrong.
+        defs = item._fixtureinfo.name2fixturedefs.get("kafka_cluster")
+        if defs:
+            defs[-1].finish(item._request)
+    # `make test` is CPU-bound on two cores: its wall time is the CPU its tests use, shared out. Each test's CPU
+    # seconds (from its setup to its teardown: this process and every process it started and waited for --
+    # brokers, kernels, JVMs) go to test-output/junit.xml beside its time, as the property cpu_s. A process that
+    # outlives one test (the session cluster, a module's JupyterLab and Chromium) counts in the test it ends in.
+    if _CPU_AT_SETUP in item.stash:
+        item.user_properties.append(("cpu_s", round(_cpu_seconds() - item.stash[_CPU_AT_SETUP], 2)))
+
+
+#: Test id -> its CPU seconds, as reported (under pytest-xdist: the workers' reports, in the controller).
+_CPU_BY_TEST: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "teardown":
+        for name, value in report.user_properties:
+            if name == "cpu_s":
+                _CPU_BY_TEST[report.nodeid] = float(value)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    # Beside --durations (make test asks for 30), the tests that used the most CPU, and the run's total.
+    count = getattr(config.option, "durations", None)
+    if not count or not _CPU_BY_TEST:
         return
-    # The session cluster stops now, with what rides on it (the registry, `cluster`): its fixture's own teardown.
-    # Should a later test still ask for it, pytest starts it again -- slower, never wrong.
-    defs = item._fixtureinfo.name2fixturedefs.get("kafka_cluster")
-    if defs:
-        defs[-1].finish(item._request)
+    terminalreporter.write_sep("=", f"most CPU: {count} of {len(_CPU_BY_TEST)} tests, "
+                                    f"{sum(_CPU_BY_TEST.values()):,.0f} CPU-s in all (junit.xml: cpu_s)")
+    for nodeid, cpu in sorted(_CPU_BY_TEST.items(), key=lambda kv: -kv[1])[:count]:
+        terminalreporter.write_line(f"{cpu:7.1f}s cpu  {nodeid}")
