@@ -177,13 +177,41 @@ def pytest_collection_modifyitems(config, items):
 _LAST_ON_SESSION_CLUSTER = pytest.StashKey[Optional[pytest.Item]]()
 
 
-#: CPU seconds this process and its waited-for children had used when a test's setup began.
+#: CPU seconds this process and its descendants had used when a test's setup began.
 _CPU_AT_SETUP = pytest.StashKey[float]()
+_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def _cpu_seconds() -> float:
+    """CPU seconds of this process, of the children it reaped, and of its live descendants (with what each of them
+    reaped): a broker, kernel or JupyterLab that lives through several tests counts in each for what it used then."""
     t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+    ticks, pending = 0, _children(os.getpid())
+    while pending:
+        pid = pending.pop()
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile: its time went to whoever reaped it
+        ticks += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+        pending += _children(pid)
+    return t.user + t.system + t.children_user + t.children_system + ticks / _TICKS
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")  # a child belongs to the thread that started it
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return out
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
@@ -202,9 +230,9 @@ def pytest_runtest_teardown(item, nextitem):
         if defs:
             defs[-1].finish(item._request)
     # `make test` is CPU-bound on two cores: its wall time is the CPU its tests use, shared out. Each test's CPU
-    # seconds (from its setup to its teardown: this process and every process it started and waited for --
-    # brokers, kernels, JVMs) go to test-output/junit.xml beside its time, as the property cpu_s. A process that
-    # outlives one test (the session cluster, a module's JupyterLab and Chromium) counts in the test it ends in.
+    # seconds (from its setup to its teardown: this process and every process under it -- brokers, kernels, JVMs,
+    # JupyterLab, Chromium) go to test-output/junit.xml beside its time, as the property cpu_s. A process that
+    # lives through several tests (the session cluster, a module's JupyterLab) counts in each for its share.
     if _CPU_AT_SETUP in item.stash:
         item.user_properties.append(("cpu_s", round(_cpu_seconds() - item.stash[_CPU_AT_SETUP], 2)))
 
