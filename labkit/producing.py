@@ -17,7 +17,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from .errors import LabkitError
 from .runtime import agreement
@@ -70,20 +70,21 @@ class ProduceCount:
 def produce_and_count(cluster: "OwnedClusterLike", topic: str, count: int = 200,
                       actions: Optional[Mapping[int, Callable[[], Any]]] = None, pace: float = 0.0,
                       flush_timeout: float = 90.0, isolation_level: str = "read_uncommitted",
-                      keyed: bool = True, **producer_config: Any) -> ProduceCount:
+                      keyed: bool = True, flush_before: Iterable[int] = (), **producer_config: Any) -> ProduceCount:
     """Send ``count`` numbered records with a producer built from ``producer_config``; count the outcome.
 
-    ``actions`` maps a record number to a function run just before that record is
-    sent (``{100: lambda: cluster.pause_broker(2)}``); ``pace`` sleeps between
-    records so failures happen mid-stream.
+    ``actions`` maps a record number to a function run just before that record is sent (``{100: lambda:
+    cluster.pause_broker(2)}``); ``pace`` sleeps between records so failures happen mid-stream. At a record number
+    in ``flush_before``, all sent so far is delivered first (acked; with ``acks=0``, written to the leader's socket).
     """
-    actions = dict(actions or {})
+    actions, flush_before = dict(actions or {}), set(flush_before)
     tag = uuid.uuid4().hex[:8]  # this run's records, told apart from earlier runs on the same topic
-    producer = cluster.producer(**producer_config)
-    on_delivery = _Deliveries()
+    producer, on_delivery = cluster.producer(**producer_config), _Deliveries()
 
     t0 = time.monotonic()
     for i in range(count):
+        if i in flush_before:
+            producer.flush(flush_timeout)
         if i in actions:
             actions[i]()
         _produce(producer, topic, record_id(i, tag), on_delivery, key=str(i).encode() if keyed else None)

@@ -199,10 +199,13 @@ nb.code("""
 def leader_freezes_then_dies(acks):
     t = cluster.create_topic(f"acks-{acks}-{uuid.uuid4().hex[:6]}", partitions=1, replication_factor=3)
     leader = cluster.describe_topic(t)[0].leader
+    # flush_before: the records sent so far are on their way first -- acknowledged, or with acks=0 written to
+    # the leader's connection (all acks=0 waits for) -- so the freeze and the crash meet them there
     count = produce_and_count(cluster, t, count=1000, pace=0.002, keyed=False, acks=acks,
                               enable_idempotence=(acks == "all"), message_timeout_ms=30000,
                               actions={300: lambda: cluster.pause_broker(leader),
-                                       600: lambda: cluster.kill_broker(leader)})
+                                       600: lambda: cluster.kill_broker(leader)},
+                              flush_before=(300, 600) if acks == "0" else (300,))
     cluster.start_broker(leader)
     cluster.wait_for_isr(t)
     return count
