@@ -8,6 +8,7 @@ so the shared one stays healthy. Names carry a unique suffix so tests never coll
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from pathlib import Path
 from typing import Optional
@@ -217,6 +218,8 @@ def _children(pid: int) -> list[int]:
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_setup(item):
     item.stash[_CPU_AT_SETUP] = _cpu_seconds()
+    # when it started (Unix time) and in which worker: to see when the workers, and the two cores, were idle
+    item.user_properties += [("started", round(time.time(), 1)), ("worker", os.environ.get("PYTEST_XDIST_WORKER", ""))]
     yield
 
 
