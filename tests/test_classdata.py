@@ -16,9 +16,14 @@ from labkit.runtime.distribution import Distribution, ensure_distribution
 def dist(tmp_path) -> Distribution:
     """The real jars with a private state dir (launcher jar, archives)."""
     real = ensure_distribution(progress=False)
-    classdata.launcher_jar.cache_clear()
+    _forget_jars()
     yield Distribution(real.version, real.lib_dir, real.source, tmp_path / "state")
+    _forget_jars()
+
+
+def _forget_jars():
     classdata.launcher_jar.cache_clear()
+    classdata.compiled_jar.cache_clear()
 
 
 def test_archive_key_follows_classpath_and_options(dist, tmp_path):
@@ -46,8 +51,9 @@ def test_no_archive_means_no_sharing_options(dist, tmp_path, monkeypatch):
 def test_launcher_is_compiled_once_and_checks(dist):
     jar = classdata.launcher_jar(dist)
     assert jar is not None and jar.exists()
-    classdata.launcher_jar.cache_clear()
-    assert classdata.launcher_jar(dist) == jar  # cached on disk, not rebuilt
+    built = jar.stat().st_mtime_ns
+    _forget_jars()
+    assert classdata.launcher_jar(dist) == jar and jar.stat().st_mtime_ns == built  # cached on disk, not rebuilt
     cp = classdata.classpath(dist, jar)
     assert cp.split(os.pathsep)[0] == str(jar)
 

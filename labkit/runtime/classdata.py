@@ -78,34 +78,42 @@ def _digest(*parts: object) -> str:
 def launcher_jar(dist: Distribution) -> Optional[Path]:
     """``LabKafka`` compiled into a jar under the distribution's state dir, or None if it cannot be built.
 
-    Built once per (launcher source, Java runtime); None (no ``javac``, or it failed) makes
-    the caller format storage with separate ``kafka-storage`` JVMs as before.
+    None (no ``javac``, or it failed) makes the caller format storage with separate ``kafka-storage``
+    JVMs as before.
     """
+    return compiled_jar(dist, LAUNCHER_SOURCE, "labkit-launcher")
+
+
+@lru_cache(maxsize=None)
+def compiled_jar(dist: Distribution, source: Path, name: str) -> Optional[Path]:
+    """The Java ``source`` (classes in the default package) compiled against the Kafka jars into
+    ``<state dir>/launcher/<name>-<digest>.jar``, built once per (source, Java runtime); None without
+    ``javac`` or if it fails (logged). A JVM launched on a ``.java`` file compiles it in memory each time:
+    about a CPU-second per launch."""
     java = find_java()
-    source = LAUNCHER_SOURCE.read_text()
-    jar = dist.state_dir / "launcher" / f"labkit-launcher-{_digest(source, java.version, str(java.executable))}.jar"
+    text = source.read_text()
+    jar = dist.state_dir / "launcher" / f"{name}-{_digest(text, java.version, str(java.executable))}.jar"
     if jar.exists():
         return jar
     javac = _javac(java)
     if javac is None:
-        log.info("no javac next to %s: formatting storage in separate JVMs", java.executable)
+        log.info("no javac next to %s: %s is not compiled", java.executable, source.name)
         return None
     jar.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="labkit-launcher-", dir=jar.parent) as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=jar.parent) as tmp:
         out = Path(tmp) / "classes"
-        proc = subprocess.run([javac, "-nowarn", "-cp", dist.classpath, "-d", str(out), str(LAUNCHER_SOURCE)],
+        proc = subprocess.run([javac, "-nowarn", "-cp", dist.classpath, "-d", str(out), str(source)],
                               capture_output=True, text=True, timeout=120)
         classes = sorted(out.glob("*.class")) if out.exists() else []
         if proc.returncode != 0 or not classes:
-            log.warning("compiling %s failed (formatting storage in separate JVMs): %s",
-                        LAUNCHER_SOURCE.name, (proc.stderr or proc.stdout).strip()[-500:])
+            log.warning("compiling %s failed: %s", source.name, (proc.stderr or proc.stdout).strip()[-500:])
             return None
-        partial = Path(tmp) / "launcher.jar"
+        partial = Path(tmp) / f"{name}.jar"
         with zipfile.ZipFile(partial, "w") as zf:
             for cls in classes:
                 zf.write(cls, cls.name)
         partial.replace(jar)
-    for old in jar.parent.glob("labkit-launcher-*.jar"):
+    for old in jar.parent.glob(f"{name}-*.jar"):
         if old != jar:
             old.unlink(missing_ok=True)
     return jar
