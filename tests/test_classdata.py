@@ -58,6 +58,18 @@ def test_launcher_is_compiled_once_and_checks(dist):
     assert cp.split(os.pathsep)[0] == str(jar)
 
 
+def test_a_source_is_not_compiled_where_the_cache_cannot_be_written(tmp_path):
+    """A classroom learner's jar cache is read-only: no jar, and the caller launches the source as it is."""
+    real = ensure_distribution(progress=False)
+    (tmp_path / "file").write_text("a file where the state dir's parent should be")
+    blocked = Distribution(real.version, real.lib_dir, real.source, tmp_path / "file" / "state")
+    _forget_jars()
+    try:
+        assert classdata.compiled_jar(blocked, classdata.LAUNCHER_SOURCE, "labkit-launcher") is None
+    finally:
+        _forget_jars()
+
+
 @pytest.mark.integration
 def test_unusable_archive_still_starts(tmp_path, monkeypatch, jvm_pids):
     """A corrupt (or stale) archive at the keyed path: the JVMs start without it."""

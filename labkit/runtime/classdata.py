@@ -88,7 +88,7 @@ def launcher_jar(dist: Distribution) -> Optional[Path]:
 def compiled_jar(dist: Distribution, source: Path, name: str) -> Optional[Path]:
     """The Java ``source`` (classes in the default package) compiled against the Kafka jars into
     ``<state dir>/launcher/<name>-<digest>.jar``, built once per (source, Java runtime); None without
-    ``javac`` or if it fails (logged). A JVM launched on a ``.java`` file compiles it in memory each time:
+    ``javac``, if it fails (logged), or if the state dir cannot be written (a classroom's shared cache). A JVM launched on a ``.java`` file compiles it in memory each time:
     about a CPU-second per launch."""
     java = find_java()
     text = source.read_text()
@@ -99,20 +99,24 @@ def compiled_jar(dist: Distribution, source: Path, name: str) -> Optional[Path]:
     if javac is None:
         log.info("no javac next to %s: %s is not compiled", java.executable, source.name)
         return None
-    jar.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=jar.parent) as tmp:
-        out = Path(tmp) / "classes"
-        proc = subprocess.run([javac, "-nowarn", "-cp", dist.classpath, "-d", str(out), str(source)],
-                              capture_output=True, text=True, timeout=120)
-        classes = sorted(out.glob("*.class")) if out.exists() else []
-        if proc.returncode != 0 or not classes:
-            log.warning("compiling %s failed: %s", source.name, (proc.stderr or proc.stdout).strip()[-500:])
-            return None
-        partial = Path(tmp) / f"{name}.jar"
-        with zipfile.ZipFile(partial, "w") as zf:
-            for cls in classes:
-                zf.write(cls, cls.name)
-        partial.replace(jar)
+    try:
+        jar.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=jar.parent) as tmp:
+            out = Path(tmp) / "classes"
+            proc = subprocess.run([javac, "-nowarn", "-cp", dist.classpath, "-d", str(out), str(source)],
+                                  capture_output=True, text=True, timeout=120)
+            classes = sorted(out.glob("*.class")) if out.exists() else []
+            if proc.returncode != 0 or not classes:
+                log.warning("compiling %s failed: %s", source.name, (proc.stderr or proc.stdout).strip()[-500:])
+                return None
+            partial = Path(tmp) / f"{name}.jar"
+            with zipfile.ZipFile(partial, "w") as zf:
+                for cls in classes:
+                    zf.write(cls, cls.name)
+            partial.replace(jar)
+    except OSError as e:  # a classroom learner's cache is read-only: the caller runs the source as it is
+        log.info("%s is not compiled: cannot write %s (%s)", source.name, jar.parent, e)
+        return None
     for old in jar.parent.glob(f"{name}-*.jar"):
         if old != jar:
             old.unlink(missing_ok=True)
