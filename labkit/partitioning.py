@@ -47,7 +47,6 @@ where there is no deterministic answer. The Java producer hashes an empty
 
 from __future__ import annotations
 
-import os
 import subprocess
 import zlib
 from collections import Counter
@@ -250,8 +249,8 @@ def java_reference_murmur2(keys: Iterable[Union[bytes, str]]) -> list[int]:
     """
     from .runtime import classdata
     from .runtime.distribution import ensure_distribution
-    from .runtime.environment import kafka_spec
     from .runtime.jvm import find_java
+    from .runtime.tools import java_tool_command
 
     data = [_key_bytes(k) for k in keys]
     if any(d is None for d in data):
@@ -259,15 +258,11 @@ def java_reference_murmur2(keys: Iterable[Union[bytes, str]]) -> list[int]:
     if not data:
         return []
     dist = ensure_distribution(progress=False)
-    java = str(find_java().executable)
     jar = classdata.compiled_jar(dist, _JAVA_SOURCE, "labkit-murmur2")
     if jar is None:  # no javac: the JVM compiles the source in memory (a CPU-second more)
-        command = [java, "-cp", dist.classpath, str(_JAVA_SOURCE)]
-    else:  # the tools' archive maps when the class path starts with theirs
-        cp, archive = classdata.tool_setup(dist)
-        spec = kafka_spec()
-        command = [java, f"-Xmx{spec.tool_heap}", *spec.tool_options, *classdata.use_options(archive),
-                   "-cp", os.pathsep.join([cp, str(jar)]), "Murmur2"]
+        command = [str(find_java().executable), "-cp", dist.classpath, str(_JAVA_SOURCE)]
+    else:
+        command = java_tool_command(dist, "Murmur2", extra_jars=[jar])
     try:
         proc = subprocess.run(command, input="\n".join(d.hex() for d in data) + "\n",  # type: ignore[union-attr]
                               capture_output=True, text=True, timeout=120)

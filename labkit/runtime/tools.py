@@ -9,6 +9,7 @@ runs the real tool (the same Java class the ``bin/*.sh`` script runs) with
 from __future__ import annotations
 
 import difflib
+import os
 import subprocess
 import zipfile
 from dataclasses import dataclass
@@ -131,7 +132,6 @@ def tool_command(tool: str, args: Sequence[str], bootstrap_servers: Optional[str
     It maps the tools' class-data archive when ``labkit setup`` built one (:mod:`labkit.runtime.classdata`);
     ``archive_dump`` makes it write one instead; ``version`` runs another cached Kafka version's tool."""
     name = _tool_name(tool)
-    spec = kafka_spec()
     dist = ensure_distribution(version=version)
     main_class, takes_bootstrap = _main_class(name, dist)
     args = list(args)
@@ -145,10 +145,20 @@ def tool_command(tool: str, args: Sequence[str], bootstrap_servers: Optional[str
         args = args[:at] + ["--bootstrap-server", bootstrap_servers] + args[at:]
     if command_config and takes_bootstrap and not asks_help and "--command-config" not in args:
         args += ["--command-config", str(command_config)]
+    return java_tool_command(dist, main_class, args, archive_dump=archive_dump)
+
+
+def java_tool_command(dist: Distribution, main_class: str, args: Sequence[str] = (), extra_jars: Sequence[Path] = (),
+                      archive_dump: Optional[Path] = None) -> list[str]:
+    """The java command line that runs ``main_class`` as Kafka's tools run: their heap and options, their
+    class-data archive (``archive_dump``: write one instead), and their class path with ``extra_jars`` after it
+    (an archive maps when the class path starts with the one it was written with)."""
+    spec = kafka_spec()
     cp, archive = classdata.tool_setup(dist)
     sharing = classdata.dump_options(archive_dump) if archive_dump else classdata.use_options(archive)
     return [str(find_java().executable), f"-Xmx{spec.tool_heap}", *spec.tool_options, *sharing,
-            f"-Dlog4j2.configurationFile={spec.tools_log4j_config}", "-cp", cp, main_class, *args]
+            f"-Dlog4j2.configurationFile={spec.tools_log4j_config}",
+            "-cp", os.pathsep.join([cp, *map(str, extra_jars)]), main_class, *args]
 
 
 def run_tool(tool: str, *args: str, cluster: Optional["ClusterLike"] = None, bootstrap_servers: Optional[str] = None,
