@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
+from _pytest.junitxml import xml_key
 
 REPO = Path(__file__).resolve().parent.parent
 OUTPUT = REPO / "test-output"
@@ -251,11 +252,50 @@ def pytest_runtest_logreport(report):
                 _CPU_BY_TEST[report.nodeid] = float(value)
 
 
+#: The host's speed when the run began (CPU seconds of a fixed pure-Python loop) and the load average then.
+_HOST = pytest.StashKey[tuple[float, str]]()
+
+
+def _loop_cpu_seconds() -> float:
+    """CPU seconds a fixed pure-Python loop takes here, the least of five tries (one try varies by ~15 %)."""
+    best = float("inf")
+    for _ in range(5):
+        start, total = time.process_time(), 0
+        for i in range(3_000_000):
+            total += i * i
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def _load() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def pytest_sessionstart(session):
+    # How fast this host is, before any test runs (pytest-xdist starts its workers after this hook): the same
+    # tests used 1.65 times the CPU on 2026-11-30's host as on the day before's (README, "Tests"), so a run's minutes
+    # compare only with runs on a host as fast. In junit.xml as properties of the run. Not in a worker.
+    config = session.config
+    if hasattr(config, "workerinput"):
+        return
+    config.stash[_HOST] = (_loop_cpu_seconds(), _load())
+    xml = config.stash.get(xml_key, None)
+    if xml is not None:
+        xml.add_global_property("host_loop_cpu_s", round(config.stash[_HOST][0], 3))
+        xml.add_global_property("load_at_start", config.stash[_HOST][1])
+
+
 def pytest_terminal_summary(terminalreporter, config):
-    # Beside --durations (make test asks for 30), the tests that used the most CPU, and the run's total.
+    # Beside --durations (make test asks for 30), the tests that used the most CPU, the run's total, and the
+    # host's speed.
     count = getattr(config.option, "durations", None)
     if not count or not _CPU_BY_TEST:
         return
+    if _HOST in config.stash:
+        loop, load = config.stash[_HOST]
+        terminalreporter.write_line(f"this host: a 3,000,000-step Python loop took {loop:.3f} CPU-s (the least of 5); "
+                                    f"load average {load} at the start, {_load()} at the end")
     terminalreporter.write_sep("=", f"most CPU: {count} of {len(_CPU_BY_TEST)} tests, "
                                     f"{sum(_CPU_BY_TEST.values()):,.0f} CPU-s in all (junit.xml: cpu_s)")
     for nodeid, cpu in sorted(_CPU_BY_TEST.items(), key=lambda kv: -kv[1])[:count]:
