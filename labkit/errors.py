@@ -164,16 +164,24 @@ KAFKA_HINTS = {
 def kafka_error_paragraph(value: BaseException, cell_line: str = "") -> str:
     """One readable paragraph for a confluent-kafka exception raised in a notebook cell: what Kafka said, where,
     what it usually means, and how busy the machine is — instead of a bare client exception trace."""
-    import os
-
     err = value.args[0] if value.args else None
     name = err.name() if hasattr(err, "name") else type(value).__name__
     said = err.str() if hasattr(err, "str") else str(value)
     hint = KAFKA_HINTS.get(name, "See the lesson's explanation of this error, or run the cell again.")
+    load = machine_load("is")
+    where = f" ({cell_line})" if cell_line else ""
+    return f"Kafka said {name}: {said}{where}. {hint}" + (f" {load}" if load else "")
+
+
+def machine_load(tense: str = "was") -> str:
+    """One sentence on how busy this machine is (the 1-minute load average against its cores); ``tense``:
+    "was" after a wait that ran out, "is" for an error just raised. Empty where no load average exists."""
+    import os
+
     try:
         one = os.getloadavg()[0]
-        load = f" The machine's load average is {one:.1f} on {os.cpu_count() or 1} cores."
     except OSError:
-        load = ""
-    where = f" ({cell_line})" if cell_line else ""
-    return f"Kafka said {name}: {said}{where}. {hint}{load}"
+        return ""
+    cores = os.cpu_count() or 1
+    busy = " — busy: other programs compete for the CPU" if one > cores else ""
+    return f"The machine's load average {tense} {one:.1f} on {cores} cores{busy}."

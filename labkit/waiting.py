@@ -9,12 +9,11 @@ evidence the caller can add.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional, TypeVar
 
-from .errors import WaitTimeout
+from .errors import WaitTimeout, machine_load
 
 T = TypeVar("T")
 
@@ -59,13 +58,3 @@ class Wait:
 SLOW_HINT = ("Run the cell again; if it keeps happening, close other programs (or stop other notebooks' "
              "clusters with cluster.stop()) and check `labkit doctor`.")
 
-
-def machine_load() -> str:
-    """One sentence on how busy this machine is (the 1-minute load average against its cores)."""
-    try:
-        one = os.getloadavg()[0]
-    except OSError:
-        return ""
-    cores = os.cpu_count() or 1
-    busy = " — busy: other programs compete for the CPU" if one > cores else ""
-    return f"The machine's load average was {one:.1f} on {cores} cores{busy}."

@@ -268,22 +268,23 @@ def _loop_cpu_seconds() -> float:
 
 
 def _load() -> str:
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def pytest_sessionstart(session):
     # How fast this host is, before any test runs (pytest-xdist starts its workers after this hook): the same
     # tests used 1.65 times the CPU on 2026-11-30's host as on the day before's (README, "Tests"), so a run's minutes
     # compare only with runs on a host as fast. In junit.xml as properties of the run. Not in a worker.
+    # Only a run that records it (junit.xml) or prints it (--durations) pays the loop's ~0.7 CPU-s.
     config = session.config
-    if hasattr(config, "workerinput"):
-        return
-    config.stash[_HOST] = (_loop_cpu_seconds(), _load())
     xml = config.stash.get(xml_key, None)
+    if hasattr(config, "workerinput") or (xml is None and not getattr(config.option, "durations", None)):
+        return
+    loop, load = _loop_cpu_seconds(), _load()
+    config.stash[_HOST] = (loop, load)
     if xml is not None:
-        xml.add_global_property("host_loop_cpu_s", round(config.stash[_HOST][0], 3))
-        xml.add_global_property("load_at_start", config.stash[_HOST][1])
+        xml.add_global_property("host_loop_cpu_s", round(loop, 3))
+        xml.add_global_property("load_at_start", load)
 
 
 def pytest_terminal_summary(terminalreporter, config):
