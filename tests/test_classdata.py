@@ -22,7 +22,6 @@ def dist(tmp_path) -> Distribution:
 
 
 def _forget_jars():
-    classdata.launcher_jar.cache_clear()
     classdata.compiled_jar.cache_clear()
 
 

@@ -120,6 +120,16 @@ def test_session_conf_defaults_suit_a_small_machine_and_everything_can_be_overri
     assert custom["spark.sql.streaming.checkpointLocation"] == "/shared/cp"
 
 
+def test_a_session_beside_a_cluster_labkit_did_not_start_keeps_its_files_in_the_data_dir(tmp_path, monkeypatch):
+    # a grading's notebook reaches the grader's cluster by address: its Spark files go in the grading's work
+    # directory (LABKIT_DATA_DIR), which goes when the grading ends, even when the kernel was killed
+    monkeypatch.setenv("LABKIT_DATA_DIR", str(tmp_path))
+    cluster = _Addresses("127.0.0.1:9")
+    base = ls.workdir(cluster)
+    assert base.parent == tmp_path and base.name.startswith("labkit-spark-")
+    assert ls.workdir(cluster) == base and (base / "checkpoints").is_dir()
+
+
 def test_kafka_options_carry_the_cluster_and_stringify_values():
     cluster = _Addresses("127.0.0.1:9,127.0.0.1:10")
     options = ls.kafka_options(cluster, subscribe="t", failOnDataLoss=False, maxOffsetsPerTrigger=10,

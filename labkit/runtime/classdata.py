@@ -74,7 +74,6 @@ def _digest(*parts: object) -> str:
     return h.hexdigest()[:16]
 
 
-@lru_cache(maxsize=None)
 def launcher_jar(dist: Distribution) -> Optional[Path]:
     """``LabKafka`` compiled into a jar under the distribution's state dir, or None if it cannot be built.
 

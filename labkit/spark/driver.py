@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from ..errors import JavaError, LabkitError
-from ..runtime.cache import cache_dir
+from ..runtime.cache import cache_dir, data_root
 from ..runtime.progress import Progress
 from .connector import SUPPORTED_JAVA, cached_connector, check_java, ensure_connector
 
@@ -105,8 +105,9 @@ def _option_text(value: Any) -> str:
 def workdir(cluster: "ClusterLike") -> Path:
     """The per-cluster directory for Spark's checkpoints, scratch space and output files.
 
-    Inside the cluster's own temp dir when it has one (a native cluster: deleted with it),
-    else a temp dir of this process (deleted when the session stops).
+    Inside the cluster's own temp dir when it has one (a native cluster: deleted with it), else a temp dir
+    of this process in ``$LABKIT_DATA_DIR`` or the system temp dir (deleted when the session stops; a
+    grading's work directory goes with everything in it).
     """
     return _session_dir(cluster)[0]
 
@@ -189,7 +190,8 @@ def _session_dir(cluster: "ClusterLike") -> tuple[Path, bool]:
         base, temp = Path(data_dir) / "spark", False
     else:
         if cluster not in _TEMP_DIRS:
-            _TEMP_DIRS[cluster] = Path(tempfile.mkdtemp(prefix="labkit-spark-"))
+            # beside the clusters labkit starts: a grading's work directory goes with everything in it
+            _TEMP_DIRS[cluster] = Path(tempfile.mkdtemp(prefix="labkit-spark-", dir=data_root()))
         base, temp = _TEMP_DIRS[cluster], True
     for sub in ("checkpoints", "local", "warehouse", "output"):
         (base / sub).mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ the clusters' *aliases*. Each gets a Kafka Connect worker, starting in the backg
 nb.code("""
 import json
 import statistics
+import shutil
 import struct
 import tempfile
 import threading
@@ -703,4 +704,5 @@ producer.close()                # every client closed before the brokers go
 dr_producer.close()
 for cluster in clusters:        # stops each cluster's Connect worker and registry first, then its broker
     cluster.stop()
+shutil.rmtree(workdir, ignore_errors=True)   # the files the connectors read and wrote
 """)
