@@ -198,23 +198,23 @@ def test_a_value_kafka_refuses_is_caught_before_anything_starts(monkeypatch):
         raise AssertionError("the nodes were about to start")
 
     monkeypatch.setattr(NativeCluster, "_start_nodes", started)
-    before = set(os.listdir(labkit.runtime.cache.data_root()))
+    before = set(os.listdir(labkit.backends.owned.data_root()))
     for bad, expect in ((dict(num_partitions="many"), "num.partitions='many' is not valid: Kafka takes"),
                         (dict(num_partitions=-1), "num.partitions=-1 is not valid"),
                         (dict(log_retention_ms="abc"), "log.retention.ms='abc'")):
         with pytest.raises(SettingError, match=re.escape(expect)):
             labkit.start_cluster("single-broker", progress=False, **bad)
     # nothing of this test's is left (the worker's other clusters may come and go meanwhile)
-    assert not {d for d in set(os.listdir(labkit.runtime.cache.data_root())) - before if d.startswith("labkit-")}
+    assert not {d for d in set(os.listdir(labkit.backends.owned.data_root())) - before if d.startswith("labkit-")}
 
 
 def test_a_setting_only_the_broker_refuses_raises_with_its_log_and_leaves_nothing(jvm_pids):
-    before = set(os.listdir(labkit.runtime.cache.data_root()))
+    before = set(os.listdir(labkit.backends.owned.data_root()))
     with pytest.raises(BrokerStartError) as info:  # valid alone, above the default heartbeat: a check across settings
         labkit.start_cluster("single-broker", progress=False, group_consumer_min_heartbeat_interval_ms=20_000)
     assert info.value.log_tail  # the evidence is attached
     assert "group.consumer.min.heartbeat.interval.ms" in info.value.log_tail
-    leftovers = set(os.listdir(labkit.runtime.cache.data_root())) - before
+    leftovers = set(os.listdir(labkit.backends.owned.data_root())) - before
     assert not [d for d in leftovers if d.startswith("labkit-")]
     assert jvm_pids("labkit-") == [] or all("labkit-" not in d for d in leftovers)
 

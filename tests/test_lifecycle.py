@@ -146,9 +146,16 @@ def test_scratch_beside_a_cluster_labkit_does_not_own_goes_when_it_stops():
     cluster = External()
     path = scratch_dir(cluster, "plan-")
     assert path.is_dir() and path.name.startswith("plan-")
-    for hook in cluster.hooks:
+    hooks, cluster.hooks = cluster.hooks, []
+    for hook in hooks:
         hook()
     assert not path.exists() and not path.parent.parent.exists()
+    # used again after it stopped (a grader's checks after the notebook's own cluster.stop()): a new supervisor,
+    # with a watchdog, and the directory goes with the next stop -- not the stopped one's root made again
+    again = scratch_dir(cluster, "plan-")
+    assert again.is_dir() and not again.is_relative_to(path.parent.parent) and len(cluster.hooks) == 1
+    cluster.hooks[0]()
+    assert not again.exists() and not again.parent.parent.exists()
 
 
 def test_scratch_beside_a_cluster_labkit_does_not_own_goes_when_its_owner_is_killed():

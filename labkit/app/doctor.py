@@ -87,7 +87,7 @@ def _fast_start() -> Check:
 
 
 def _disk() -> Check:
-    from ..runtime.cache import data_root
+    from ..backends.owned import data_root
 
     free = shutil.disk_usage(data_root()).free / 1e9
     ok = free >= 1.0

@@ -21,7 +21,6 @@ from .. import admin as _admin
 from ..runtime import classdata
 from ..runtime import metrics as _metrics
 from ..runtime.brokerlogs import log_file, read_log
-from ..runtime.cache import data_root
 from ..runtime.distribution import Distribution, ensure_distribution
 from ..runtime.jvm import find_java
 from ..runtime.environment import kafka_spec
@@ -35,7 +34,7 @@ from ..runtime.progress import Progress
 from ..cluster import Broker
 from .secured import ADMIN, SECURED_LISTENERS, CertificateAuthority, SecuredCluster, format_arguments
 from .nativenode import NativeNode
-from .owned import OwnedCluster, kraft_properties
+from .owned import OwnedCluster, data_root, kraft_properties
 from .topology import Topology
 
 log = logging.getLogger(__name__)

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import atexit
 import base64
+import os
+import tempfile
 import threading
 import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Generic, Mapping, Optional, TypeVar
 
 from confluent_kafka import KafkaException
@@ -41,6 +44,11 @@ def _stop_all_at_exit() -> None:
 
 
 atexit.register(_stop_all_at_exit)
+
+
+def data_root() -> Path:
+    """Where cluster directories go: ``$LABKIT_DATA_DIR`` or the system temp dir."""
+    return Path(os.environ.get("LABKIT_DATA_DIR") or tempfile.gettempdir())
 
 
 def new_cluster_id() -> str:

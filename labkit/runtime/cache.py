@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import tempfile
 from pathlib import Path
 from typing import Iterator
 
@@ -21,12 +20,6 @@ def cache_dir() -> Path:
         return Path(os.environ["LABKIT_CACHE_DIR"]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "kafka-lab"
-
-
-def data_root() -> Path:
-    """Where a cluster's directory (and a Spark session's beside a cluster labkit did not start) goes:
-    ``$LABKIT_DATA_DIR`` (the grader's work directory, a classroom's state) or the system temp dir."""
-    return Path(os.environ.get("LABKIT_DATA_DIR") or tempfile.gettempdir())
 
 
 @contextlib.contextmanager

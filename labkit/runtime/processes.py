@@ -40,12 +40,13 @@ STATES = ("new", "running", "paused", "stopped", "killed", "exited")
 def supervisor_of(cluster: Any) -> "Supervisor":
     """The supervisor that owns ``cluster``'s processes and directories. A cluster labkit started has its own;
     one it does not own (external) gets one on first use, with a directory in the system temp dir: stopped
-    and removed when the cluster stops, and by its watchdog when the kernel dies (even SIGKILLed)."""
+    and removed when the cluster stops, and by its watchdog when the kernel dies (even SIGKILLed); a new one
+    when it is used again after that stop."""
     found = getattr(cluster, "supervisor", None)
     if found is not None:
         return found
     found = getattr(cluster, "_services_supervisor", None)
-    if found is None:
+    if found is None or found.closed:  # used again after it stopped (a grader's checks after the notebook's stop)
         found = Supervisor(Path(tempfile.mkdtemp(prefix="labkit-services-")))
         cluster._services_supervisor = found
         cluster.on_stop(found.stop_all)
@@ -358,6 +359,11 @@ class Supervisor:
     @property
     def processes(self) -> list[ManagedProcess]:
         return list(self._processes)
+
+    @property
+    def closed(self) -> bool:
+        """:meth:`stop_all` ran: its watchdog is gone, and so is ``root``."""
+        return self._closed
 
     def process(self, name: str, command: Sequence[str], log_path: Path, *, cwd: Optional[Path] = None,
                 env: Optional[Mapping[str, str]] = None, logs: Sequence[Path] = ()) -> ManagedProcess:

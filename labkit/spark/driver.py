@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import threading
 import time
 import weakref
@@ -24,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from ..errors import JavaError, LabkitError
-from ..runtime.cache import cache_dir, data_root
+from ..runtime.cache import cache_dir
+from ..runtime.processes import scratch_dir
 from ..runtime.progress import Progress
 from .connector import SUPPORTED_JAVA, cached_connector, check_java, ensure_connector
 
@@ -105,9 +105,9 @@ def _option_text(value: Any) -> str:
 def workdir(cluster: "ClusterLike") -> Path:
     """The per-cluster directory for Spark's checkpoints, scratch space and output files.
 
-    Inside the cluster's own temp dir when it has one (a native cluster: deleted with it), else a temp dir
-    of this process in ``$LABKIT_DATA_DIR`` or the system temp dir (deleted when the session stops; a
-    grading's work directory goes with everything in it).
+    Inside the cluster's own temp dir when it has one (a native cluster: deleted with it), else a
+    scratch directory of the cluster's (``runtime.processes.scratch_dir``: deleted when the session or the
+    cluster stops, or when the kernel dies).
     """
     return _session_dir(cluster)[0]
 
@@ -190,8 +190,8 @@ def _session_dir(cluster: "ClusterLike") -> tuple[Path, bool]:
         base, temp = Path(data_dir) / "spark", False
     else:
         if cluster not in _TEMP_DIRS:
-            # beside the clusters labkit starts: a grading's work directory goes with everything in it
-            _TEMP_DIRS[cluster] = Path(tempfile.mkdtemp(prefix="labkit-spark-", dir=data_root()))
+            # with the cluster's other files: removed when it stops, or by the watchdog when the kernel dies
+            _TEMP_DIRS[cluster] = scratch_dir(cluster, "spark-")
         base, temp = _TEMP_DIRS[cluster], True
     for sub in ("checkpoints", "local", "warehouse", "output"):
         (base / sub).mkdir(parents=True, exist_ok=True)
@@ -325,7 +325,8 @@ def _shutdown_gateway(timeout: float = 15.0) -> None:
 
 
 def _chain_stop(cluster: "ClusterLike") -> None:
-    """Make ``cluster.stop()`` stop the Spark session first (queries would fail once the brokers go)."""
+    """Make ``cluster.stop()`` stop the Spark session first: queries would fail once the brokers go, and its
+    files (on a cluster labkit did not start: a scratch directory of the cluster's supervisor) go with them."""
     ref = weakref.ref(cluster)
 
     def stop_if_ours() -> None:
@@ -333,7 +334,7 @@ def _chain_stop(cluster: "ClusterLike") -> None:
         if owned is not None and owned.cluster_ref is not None and owned.cluster_ref() is ref():
             stop_session()
 
-    cluster.on_stop(stop_if_ours)
+    cluster.on_stop(stop_if_ours, first=True)
 
 
 atexit.register(stop_session)
