@@ -144,6 +144,10 @@ def test_a_session_beside_a_cluster_labkit_did_not_start_keeps_its_files_with_th
     assert base.is_relative_to(cluster._services_supervisor.root)
     cluster.stop()
     assert not base.exists()
+    again = ls.workdir(cluster)  # used after the stop: a directory of a new supervisor, not the old one made again
+    assert again != base and again.is_relative_to(cluster._services_supervisor.root) and again.is_dir()
+    cluster.stop()
+    assert not again.exists()
 
 
 def test_kafka_options_carry_the_cluster_and_stringify_values():

@@ -189,7 +189,7 @@ def _session_dir(cluster: "ClusterLike") -> tuple[Path, bool]:
     if data_dir is not None:
         base, temp = Path(data_dir) / "spark", False
     else:
-        if cluster not in _TEMP_DIRS:
+        if cluster not in _TEMP_DIRS or not _TEMP_DIRS[cluster].exists():  # new, or gone with the cluster's stop
             # with the cluster's other files: removed when it stops, or by the watchdog when the kernel dies
             _TEMP_DIRS[cluster] = scratch_dir(cluster, "spark-")
         base, temp = _TEMP_DIRS[cluster], True
