@@ -94,8 +94,12 @@ class Cluster:
     def on_stop(self, hook: Callable[[], None], first: bool = False) -> None:
         """Run ``hook()`` when :meth:`stop` begins, before any broker goes (a Spark session, a live view);
         ``first``: before the hooks added earlier (a Spark session stops before its files are removed)."""
-        if hook not in self._stop_hooks:
-            self._stop_hooks.insert(0, hook) if first else self._stop_hooks.append(hook)
+        if hook in self._stop_hooks:
+            return
+        if first:
+            self._stop_hooks.insert(0, hook)
+        else:
+            self._stop_hooks.append(hook)
 
     def _run_stop_hooks(self) -> None:
         hooks, self._stop_hooks = self._stop_hooks, []

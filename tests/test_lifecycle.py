@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import ClusterElsewhere
 
 from labkit.runtime.processes import start_ticks
 from labkit.waiting import Wait
@@ -130,31 +131,19 @@ def test_what_the_lab_writes_beside_a_cluster_goes_with_it():
         kill_owner(proc, data_dir, "the cluster")
 
 
-class External:
-    """A cluster labkit does not own: no data_dir (its brokers are not ours), and hooks run when it stops."""
-
-    def __init__(self):
-        self.hooks = []
-
-    def on_stop(self, hook):
-        self.hooks.append(hook)
-
-
 def test_scratch_beside_a_cluster_labkit_does_not_own_goes_when_it_stops():
     from labkit.runtime.processes import scratch_dir
 
-    cluster = External()
+    cluster = ClusterElsewhere()
     path = scratch_dir(cluster, "plan-")
     assert path.is_dir() and path.name.startswith("plan-")
-    hooks, cluster.hooks = cluster.hooks, []
-    for hook in hooks:
-        hook()
+    cluster.stop()
     assert not path.exists() and not path.parent.parent.exists()
     # used again after it stopped (a grader's checks after the notebook's own cluster.stop()): a new supervisor,
     # with a watchdog, and the directory goes with the next stop -- not the stopped one's root made again
     again = scratch_dir(cluster, "plan-")
     assert again.is_dir() and not again.is_relative_to(path.parent.parent) and len(cluster.hooks) == 1
-    cluster.hooks[0]()
+    cluster.stop()
     assert not again.exists() and not again.parent.parent.exists()
 
 

@@ -26,7 +26,7 @@ import labkit.spark.driver as lsd
 from labkit import generators as g
 from labkit.errors import DistributionError, LabkitError, OfflineError
 
-from conftest import java_pids_of
+from conftest import ClusterElsewhere, java_pids_of
 
 # ---------------------------------------------------------------- unit: connector and settings
 
@@ -120,25 +120,10 @@ def test_session_conf_defaults_suit_a_small_machine_and_everything_can_be_overri
     assert custom["spark.sql.streaming.checkpointLocation"] == "/shared/cp"
 
 
-class _Elsewhere(_Addresses):
-    """A cluster labkit did not start (no data dir) that runs its stop hooks when it stops."""
-
-    def __init__(self, bootstrap: str) -> None:
-        super().__init__(bootstrap)
-        self.hooks = []
-
-    def on_stop(self, hook, first=False):
-        self.hooks.insert(0, hook) if first else self.hooks.append(hook)
-
-    def stop(self):
-        for hook in self.hooks:
-            hook()
-
-
 def test_a_session_beside_a_cluster_labkit_did_not_start_keeps_its_files_with_that_cluster():
     # a grading's notebook reaches the grader's cluster by address: its Spark files go with that cluster's
     # other files (a scratch directory its watchdog removes should the kernel die), never loose in /tmp
-    cluster = _Elsewhere("127.0.0.1:9")
+    cluster = ClusterElsewhere()
     base = ls.workdir(cluster)
     assert ls.workdir(cluster) == base and (base / "checkpoints").is_dir()
     assert base.is_relative_to(cluster._services_supervisor.root)
