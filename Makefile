@@ -19,7 +19,8 @@ JOBS ?= 5
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup setup-browser lab test test-fast benchmarks soak clean classroom setup-classroom setup-classroom-if-root
+.PHONY: setup setup-browser lab test test-fast benchmarks soak clean classroom setup-classroom setup-classroom-if-root \
+        classroom-environment
 
 setup: $(STAMP)
 	@$(VENV)/bin/labkit setup
@@ -59,7 +60,10 @@ classroom: setup-classroom
 
 # The learner bundle, its Python environment with JupyterHub (the classroom extra), configurable-http-proxy from npm,
 # and `labkit classroom setup` (shared jar cache, lab settings, the learners' group, a check as user nobody).
-setup-classroom: setup
+setup-classroom: setup classroom-environment
+
+# What setup-classroom adds to `make setup` (make test's classroom test needs it, and `make setup` has run by then).
+classroom-environment:
 	@[ "$$(id -u)" = 0 ] || { echo "make classroom creates a system user per learner: run it as root (sudo make classroom)." >&2; exit 1; }
 	@command -v npm >/dev/null 2>&1 || { echo "The classroom's proxy comes from npm: install Node.js 18+ and npm (apt-get install nodejs npm)." >&2; exit 1; }
 	@$(VENV)/bin/labkit classroom bundle --config $(CLASSROOM_CONFIG)
@@ -73,8 +77,8 @@ setup-classroom: setup
 	@$(CLASSROOM_VENV)/bin/labkit classroom setup --config $(CLASSROOM_CONFIG)
 
 # make test's classroom test (tests/test_classroom_browser.py) creates system users: as root only (elsewhere it skips).
-setup-classroom-if-root:
-	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory setup-classroom; fi
+setup-classroom-if-root: setup
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory classroom-environment; fi
 
 # Unit tests only: no broker, a few seconds.
 test-fast: setup
