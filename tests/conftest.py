@@ -8,6 +8,7 @@ so the shared one stays healthy. Names carry a unique suffix so tests never coll
 from __future__ import annotations
 
 import os
+import shutil
 import time
 import uuid
 from pathlib import Path
@@ -23,6 +24,24 @@ OUTPUT = REPO / "test-output"
 BROWSER_LESSONS = {"00_welcome": ("Predict:",), "02_keys_and_murmur2": ("Predict:",),
                    "07_spark_structured_streaming": ("Predict:",), "11_operations_and_performance": ("Predict:", "ISR shrinks / expands"),
                    "12_kafka_streams": ("Predict:", "-repartition"), "14_share_groups": ("Predict:",)}
+
+#: The browser tests' Chromium (Debian's, driven by Playwright), how it is started, and the notebook on screen
+#: (JupyterLab keeps other documents in the DOM, hidden).
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
+                 "--no-first-run", "--disable-component-update", "--disable-sync"]
+PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium, one per browser test module."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
 
 
 @pytest.fixture(scope="session")

@@ -45,7 +45,7 @@ import nbformat
 import pytest
 
 from checked_outputs import differences, reference_outputs, sanitize_patterns
-from conftest import BROWSER_LESSONS, REPO, assert_no_jvm_left
+from conftest import BROWSER_LESSONS, CHROMIUM, PANEL, REPO, assert_no_jvm_left
 from labkit.app import lab
 from labkit.grading.exercises import reference_notebook, template
 from labkit.runtime.processes import orphan_proof
@@ -53,16 +53,11 @@ from labkit.waiting import Wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.notebook]
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
-                 "--no-first-run", "--disable-component-update", "--disable-sync"]
 LESSONS = [name for name in BROWSER_LESSONS if (REPO / "notebooks" / f"{name}.ipynb").exists()]
 #: The browser lesson whose cells each run twice in place (every lesson cell is safe to run twice: issue 26).
 RERUN_LESSON = "02_keys_and_murmur2"
 #: The exercise graded from the browser: no cluster of its own, the quickest to grade.
 EXERCISE = "murmur2"
-#: The notebook on screen (JupyterLab keeps other documents in the DOM, hidden).
-PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 #: JavaScript: the document open at ``path`` in JupyterLab's main area.
 FIND = "(path => [...window.jupyterapp.shell.widgets('main')].find(w => w.context && w.context.path === path))"
 
@@ -155,16 +150,6 @@ def jupyterlab(tmp_path_factory):
     except subprocess.TimeoutExpired:
         server.kill()
     log.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import pwd
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -30,17 +29,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import java_pids_of
+from conftest import CHROMIUM, PANEL, java_pids_of
 from labkit.app import classroom
 from labkit.runtime.processes import orphan_proof
 
 pytestmark = [pytest.mark.browser, pytest.mark.notebook]
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
-                 "--no-first-run", "--disable-component-update", "--disable-sync"]
-#: The notebook on screen (JupyterLab keeps other documents in the DOM, hidden).
-PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 SHIPPED = Path(__file__).resolve().parents[1] / "environments" / "classroom" / "classroom.toml"
 #: The first prediction of lesson 00 (its choices are the brokers a client learns about: 1, 2 or 3).
 PREDICTION = "00.discovery"
@@ -119,16 +113,6 @@ def hub(tmp_path_factory):
         for name in users:
             subprocess.run(["userdel", "--remove", name], capture_output=True)
         subprocess.run(["groupdel", group], capture_output=True)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def _log_in(browser, base: str, name: str):

@@ -90,19 +90,9 @@ def test_offline_without_a_cached_connector_says_what_to_do(tmp_path, monkeypatc
     assert "make setup" in err.value.hint
 
 
-class _Addresses:
-    """Just enough of a cluster for building settings: its client config, no data dir."""
-
-    def __init__(self, bootstrap: str) -> None:
-        self.bootstrap = bootstrap
-
-    def client_config(self, **config):
-        return {"bootstrap.servers": self.bootstrap, **config}
-
-
 def test_session_conf_defaults_suit_a_small_machine_and_everything_can_be_overridden(tmp_path, monkeypatch):
     monkeypatch.delenv("SPARK_MASTER", raising=False)
-    cluster = _Addresses("127.0.0.1:9")
+    cluster = ClusterElsewhere("127.0.0.1:9")
     jars = [Path("/x/a.jar"), Path("/x/b.jar")]
     conf = ls.session_conf(cluster, jars, tmp_path)
     assert conf["spark.master"] == "local[2]"
@@ -136,7 +126,7 @@ def test_a_session_beside_a_cluster_labkit_did_not_start_keeps_its_files_with_th
 
 
 def test_kafka_options_carry_the_cluster_and_stringify_values():
-    cluster = _Addresses("127.0.0.1:9,127.0.0.1:10")
+    cluster = ClusterElsewhere("127.0.0.1:9,127.0.0.1:10")
     options = ls.kafka_options(cluster, subscribe="t", failOnDataLoss=False, maxOffsetsPerTrigger=10,
                                startingOffsets={"t": {"0": -2}})
     assert options["kafka.bootstrap.servers"] == "127.0.0.1:9,127.0.0.1:10"
