@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE.parent))
 from benchmarks import reporting  # noqa: E402
 from benchmarks.soak import Run, hogs, table  # noqa: E402
 from labkit.app import classroom  # noqa: E402
-from labkit.runtime import limits  # noqa: E402
+from labkit.runtime import limits, processes  # noqa: E402
 
 RESULTS = HERE / "results"
 SHIPPED = HERE.parent / "environments" / "classroom" / "classroom.toml"
@@ -114,31 +114,13 @@ class Learner:
 
 
 # ---------------------------------------------------------------------------------------------- what a learner costs
-def _uid_processes(uid: int) -> list[str]:
-    return [p for p in os.listdir("/proc") if p.isdigit() and _owner(p) == uid]
-
-
-def _owner(pid: str) -> int:
-    try:
-        return os.stat(f"/proc/{pid}").st_uid
-    except OSError:
-        return -1
-
-
 def cpu_seconds(uid: int) -> float:
     """CPU of everything the user runs, and of what those processes reaped (utime + stime + cutime + cstime)."""
-    tick, total = os.sysconf("SC_CLK_TCK"), 0
-    for pid in _uid_processes(uid):
-        try:
-            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(x) for x in fields[11:15])
-    return total / tick
+    return sum(processes.cpu_seconds(int(pid)) or 0.0 for pid in limits.pids_of(uid))
 
 
 def pss_mb(uid: int) -> float:
-    return sum(limits.pss_kb(pid) or 0 for pid in _uid_processes(uid)) / 1024
+    return sum(limits.pss_kb(pid) or 0 for pid in limits.pids_of(uid)) / 1024
 
 
 # ---------------------------------------------------------------------------------------------- a hub of its own

@@ -223,24 +223,20 @@ _LAST_ON_SESSION_CLUSTER = pytest.StashKey[Optional[pytest.Item]]()
 
 #: CPU seconds this process and its descendants had used when a test's setup began.
 _CPU_AT_SETUP = pytest.StashKey[float]()
-_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def _cpu_seconds() -> float:
     """CPU seconds of this process, of the children it reaped, and of its live descendants (with what each of them
     reaped): a broker, kernel or JupyterLab that lives through several tests counts in each for what it used then."""
+    from labkit.runtime.processes import cpu_seconds
+
     t = os.times()
-    ticks, pending = 0, _children(os.getpid())
+    total, pending = t.user + t.system + t.children_user + t.children_system, _children(os.getpid())
     while pending:
         pid = pending.pop()
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # gone meanwhile: its time went to whoever reaped it
-        ticks += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+        total += cpu_seconds(pid) or 0.0  # gone meanwhile: its time went to whoever reaped it
         pending += _children(pid)
-    return t.user + t.system + t.children_user + t.children_system + ticks / _TICKS
+    return total
 
 
 def _children(pid: int) -> list[int]:

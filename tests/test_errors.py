@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from labkit.errors import WaitTimeout, kafka_error_paragraph
-from labkit.runtime.processes import STOPPED, ManagedProcess, thread_states
+from labkit.runtime.processes import STOPPED, ManagedProcess, cpu_seconds, thread_states
 from labkit.waiting import Wait
 
 
@@ -63,3 +63,19 @@ def test_pause_returns_once_every_thread_is_stopped(tmp_path: Path):
         assert not thread_states(proc.pid) & STOPPED
     finally:
         proc.kill()
+
+
+
+def test_a_process_cpu_seconds_count_what_it_reaped_and_none_once_it_is_gone():
+    """processes.cpu_seconds, the one reader of a process's CPU time (the tests' cpu_s, the classroom benchmark)."""
+    import subprocess
+
+    parent = ("import subprocess, sys; subprocess.run([sys.executable, '-c', 'sum(range(20_000_000))']); "
+              "print('reaped', flush=True); input()")
+    proc = subprocess.Popen([sys.executable, "-c", parent], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"reaped\n"
+        assert cpu_seconds(proc.pid) > 0.2, "the busy child's CPU counts in the parent that reaped it"
+    finally:
+        proc.communicate(b"\n", timeout=30)
+    assert cpu_seconds(proc.pid) is None

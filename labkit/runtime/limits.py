@@ -60,8 +60,9 @@ def _cmdline(pid: str) -> list[str]:
         return []
 
 
-def _my_pids() -> list[str]:
-    uid = os.getuid()
+def pids_of(uid: Optional[int] = None) -> list[str]:
+    """The pids of the processes user ``uid`` (default: this one) runs."""
+    uid = os.getuid() if uid is None else uid
     pids = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -79,7 +80,7 @@ def running_clusters(under: Optional[Path] = None) -> set[str]:
     from .classdata import LAUNCHER_MAIN
 
     found = set()
-    for pid in _my_pids():
+    for pid in pids_of():
         args = _cmdline(pid)
         is_broker = bool(args) and os.path.basename(args[0]) == "java" and (LAUNCHER_MAIN in args or "kafka.Kafka" in args)
         if is_broker:
@@ -107,7 +108,7 @@ def pss_kb(pid: int) -> Optional[int]:
 
 def memory_mb() -> float:
     """This user's memory: the PSS of every process they run (RSS where PSS cannot be read), in MB."""
-    return sum(pss_kb(pid) or 0 for pid in _my_pids()) / 1024
+    return sum(pss_kb(pid) or 0 for pid in pids_of()) / 1024
 
 
 def check_start(brokers: int, limits: Optional[Limits] = None, under: Optional[Path] = None) -> None:

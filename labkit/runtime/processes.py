@@ -76,17 +76,32 @@ def tail(path: Path, lines: int) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command name (state first), or [] where the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().decode(errors="replace").rsplit(")", 1)[-1].split()
+    except OSError:
+        return []
+
+
 def start_ticks(pid: int) -> str:
     """When ``pid`` started (clock ticks since boot, from /proc), or '' where that is unknown.
 
     Together with the pid it names one process for good: a reused pid starts at another time.
     """
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read().decode(errors="replace")
-    except OSError:
-        return ""
-    return stat.rsplit(")", 1)[-1].split()[19]
+    fields = _stat(pid)
+    return fields[19] if fields else ""
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> Optional[float]:
+    """The CPU seconds ``pid`` has used and those of the children it reaped (utime, stime, cutime, cstime), or
+    None once it is gone (its time then went to whoever reaped it)."""
+    fields = _stat(pid)
+    return sum(int(x) for x in fields[11:15]) / _TICKS if fields else None
 
 
 #: /proc states of a stopped thread (SIGSTOP, or a debugger's stop), and of one that is gone.
