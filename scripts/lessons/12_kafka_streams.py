@@ -691,10 +691,10 @@ print("at_least_once booked some twice:", alos > 0, "| exactly_once_v2 none:", e
 """, check=True)
 nb.code("""
 eos_q.reveal(f"{'some' if alos else 'none'} / {'some' if eos else 'none'}",
-             f"At least once: killed with {guarantees['ledger offsets past the commits at the kill'][0]} ledger records "
-             f"past its last commit (at most 1 s of work here), it booked their payments again after the restart: {alos} "
-             "duplicates. Exactly once: what it wrote after its last commit was in an open transaction, aborted when "
-             "the instance died.")
+             f"At least once: when it was killed, {guarantees['ledger offsets past the commits at the kill'][0]} ledger "
+             "records were past its last commit (at most 1 s of work here); after the restart it processed everything "
+             f"after that commit again: {alos} duplicates in the ledger. Exactly once: what it wrote after "
+             "its last commit was in an open transaction, aborted when the instance died.")
 """)
 nb.md("""
 Under exactly-once something more holds a `read_committed` reader of the ledger back after the
