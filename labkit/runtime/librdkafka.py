@@ -45,12 +45,20 @@ class Producer(confluent_kafka.Producer):
     def flush(self, timeout: float = -1) -> int:
         if timeout is None or timeout < 0:
             return super().flush()
-        left, quiet_since = len(self), time.monotonic()
+        left, quiet_since = self._waiting(), time.monotonic()
         while True:
-            now_left = super().flush(max(0.0, min(1.0, quiet_since + timeout - time.monotonic())))
+            super().flush(max(0.0, min(1.0, quiet_since + timeout - time.monotonic())))
+            now_left = self._waiting()
             if now_left == 0:
                 return 0
             if now_left < left:
                 left, quiet_since = now_left, time.monotonic()
             elif time.monotonic() - quiet_since >= timeout:
                 return now_left
+
+    def _waiting(self) -> int:
+        """The records not yet acknowledged. ``len()`` also counts what waits to be served by ``poll()`` (log lines
+        and error callbacks: a producer whose broker is down queues one per connection attempt), so that is
+        served first: a count that went down means records were acknowledged, not that a log line was printed."""
+        self.poll(0)
+        return len(self)
