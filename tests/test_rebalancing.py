@@ -61,7 +61,8 @@ def test_a_slow_member_stalls_an_eager_group_but_not_a_cooperative_one(cluster, 
 
     c is frozen (SIGSTOP) from its first record until eager a and b have given up their partitions: on a busy
     machine starting d can take longer than c's whole batch, and a c that is back before the rebalance began
-    stalls nothing. Frozen for seconds, it stays in the group (its session timeout is 45 s)."""
+    stalls nothing. Frozen for seconds, it must stay in the group: its session timeout is 45 s (a member's is 6 s,
+    and a c frozen longer than that is dropped, its partitions lost rather than given back)."""
     groups = {s: Group(cluster, events_topic, unique(s)) for s in ("range", "cooperative-sticky")}
     try:
         for strategy, group in groups.items():
@@ -70,7 +71,8 @@ def test_a_slow_member_stalls_an_eager_group_but_not_a_cooperative_one(cluster, 
         for group in groups.values():
             group.wait_settled(2, quiet=1.0)
         for strategy in ("cooperative-sticky", "range"):  # the cooperative join takes two rounds: first
-            groups[strategy].start_member("c", batch=8, process_ms=1000, partition_assignment_strategy=strategy)
+            groups[strategy].start_member("c", batch=8, process_ms=1000, partition_assignment_strategy=strategy,
+                                          session_timeout_ms=45_000)
             groups[strategy].wait_settled(3, quiet=0)  # c has its partitions: its 8 s batch has begun
             groups[strategy].pause_member("c")
         joined = time.time()
@@ -91,7 +93,9 @@ def test_a_slow_member_stalls_an_eager_group_but_not_a_cooperative_one(cluster, 
         for g in groups.values():
             g.stop()
     eager, coop = groups["range"].events(), groups["cooperative-sticky"].events()
-    c_back = min(e.t for e in eager if e.member == "c" and e.kind == "revoke" and e.t >= joined)
+    c_gave_back = [e.t for e in eager if e.member == "c" and e.kind == "revoke" and e.t >= joined]
+    assert c_gave_back, f"eager c never gave its partitions back after d joined: {[e for e in eager if e.member == 'c']}"
+    c_back = min(c_gave_back)
     stopped = {m: min(e.t for e in eager if e.member == m and e.kind == "revoke" and e.t >= joined) for m in "ab"}
     again = {m: min(e.t for e in eager if e.member == m and e.kind == "assign" and e.partitions and e.t >= joined)
              for m in "ab"}
