@@ -59,10 +59,11 @@ orders = cluster.create_topic("orders", partitions=3, exist_ok=True)
 
 def measure(config, records=1000):
     return perf.python_producer(cluster, orders, records, 4000, config=config, values=documents, warm_up=True)
-
+""")
+nb.code("""
 team = measure(TEAM_CONFIG)
 perf.frame([team]).round(1)
-""")
+""", tags=("demo",))
 nb.md("""
 What does one produce request carry with `batch.size=16384`, when each record is 4 kB? Which
 setting makes a record wait for company, and what does librdkafka do when you leave it out? How
