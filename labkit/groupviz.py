@@ -13,6 +13,7 @@ drawn from a snapshot taken before a change next to one taken after it.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Union
 
@@ -22,6 +23,7 @@ from plotly.subplots import make_subplots
 from .errors import LabkitError
 from .view.groupread import GroupView
 from .view.snapshot import take_snapshot
+from .waiting import Wait
 from .workloads import MemberEvent
 
 if TYPE_CHECKING:
@@ -36,17 +38,38 @@ Assignment = Mapping[str, Iterable[tuple[str, int]]]
 
 
 # ---------------------------------------------------------------------------------------------- reading
-def read_group(cluster: "Cluster", group_id: str, timeout: float = 5.0) -> GroupView:
+@dataclass(frozen=True)
+class _Unreadable:
+    """The broker's answer for a group it cannot show (none such, dead, or nothing in it): final, not asked again."""
+
+    said: str
+
+
+def read_group(cluster: "Cluster", group_id: str, timeout: float = 20.0) -> GroupView:
     """The group as the broker reports it: members, their partitions, committed and log-end offsets.
 
     Read through the cluster's group reader (a child process kept for the cluster, see :mod:`labkit.view.groupread`).
+    While the group's coordinator moves (its broker was killed or restarted, the controller gave leadership back to
+    a preferred replica) the broker answers "not coordinator", or the dead one nothing: the group is read again, for
+    up to ``timeout`` seconds, until its coordinator answers in full. A group that does not exist is said at once.
     """
-    snapshot = take_snapshot(cluster, topics=[], groups=[group_id], timeout=timeout)
-    view = snapshot.groups[0] if snapshot.groups else None
-    if view is None or view.state in ("not found", "unknown", "dead") or not (view.members or view.offsets):
-        state = view.state if view else "no answer"
-        said = "; ".join(snapshot.errors)  # what the broker answered, e.g. while a coordinator moves
-        raise LabkitError(f"Consumer group {group_id!r} could not be read ({state}{': ' + said if said else ''}).",
+    deadline = time.monotonic() + timeout
+
+    def answered() -> Union[GroupView, _Unreadable]:
+        ask = min(5.0, max(deadline - time.monotonic(), 0.5))  # one request's patience (a dead coordinator's)
+        snapshot = take_snapshot(cluster, topics=[], groups=[group_id], timeout=ask)
+        view = snapshot.groups[0] if snapshot.groups else None
+        if view is None or view.incomplete:  # the error says what the broker answered, e.g. "not coordinator"
+            raise LabkitError(f"{view.state if view else 'no answer'}: {'; '.join(snapshot.errors) or 'no error'}")
+        if view.state in ("not found", "unknown", "dead") or not (view.members or view.offsets):
+            said = "; ".join(snapshot.errors)
+            return _Unreadable(f"{view.state}{': ' + said if said else ''}")
+        return view
+
+    view = Wait(f"consumer group {group_id!r} to be read from its coordinator", timeout=timeout, interval=0.25,
+                hint="A broker may still be starting or taking over the group: run the cell again.").until(answered)
+    if isinstance(view, _Unreadable):
+        raise LabkitError(f"Consumer group {group_id!r} could not be read ({view.said}).",
                           "Check the group id; a group exists once a member joined or committed.")
     return view
 

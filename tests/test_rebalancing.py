@@ -8,6 +8,7 @@ import time
 import pytest
 
 from labkit import groupviz
+from labkit import operations as ops
 from labkit.errors import LabkitError
 from labkit.waiting import Wait
 from labkit.workloads import Group
@@ -26,6 +27,33 @@ def events_topic(cluster, unique):
         producer.produce(topic, key=str(i), value=f"e{i:05d}")
     producer.flush(30)
     return topic
+
+
+def test_a_group_is_read_while_its_coordinator_moves_back(fresh_cluster, unique):
+    """Lesson 05 kills a group's coordinator and restarts it, and a restarted broker takes the leadership of its
+    __consumer_offsets partitions back (within leader.imbalance.check.interval.seconds, 30 s here): then the
+    broker the group reader's client knows as the group's coordinator answers NOT_COORDINATOR, and librdkafka keeps
+    asking it. A fresh clone's lesson 05 stopped on that (read_group raised at once); asking again on the same
+    client got NOT_COORDINATOR for 20 s. read_group now asks again on a new client: one call, right after."""
+    cluster = fresh_cluster
+    topic = cluster.create_topic(unique("moving"), partitions=3)
+    group = Group(cluster, topic, unique("moving"))
+    try:
+        group.start_member("one", process_ms=5, session_timeout_ms=30000)  # stays a member while the group moves
+        group.wait_settled(1, quiet=1.0)
+        ops.elect_preferred(cluster, ["__consumer_offsets"])  # a no-op unless a broker fell behind at the start
+        first = groupviz.read_group(cluster, group.group_id).coordinator  # the preferred replica: it takes it back
+        cluster.kill_broker(first)
+        interim = groupviz.read_group(cluster, group.group_id, timeout=60).coordinator  # the reader now knows it
+        cluster.start_broker(first)
+        cluster.wait_for_isr("__consumer_offsets", timeout=90)
+        ops.elect_preferred(cluster, ["__consumer_offsets"])  # what the controller does within 30 s, now
+        view = groupviz.read_group(cluster, group.group_id)
+    finally:
+        group.stop()
+    assert interim not in (None, first), f"broker {interim} coordinated the group while broker {first} was dead"
+    assert view.coordinator == first, f"read from broker {view.coordinator}; its preferred coordinator is {first}"
+    assert [m.client_id for m in view.members] == ["one"], view.members
 
 
 def test_cooperative_revokes_only_what_moves_eager_revokes_everything(cluster, events_topic, unique):

@@ -143,11 +143,12 @@ def test_short_error_names_the_kafka_error():
 
 def test_group_reader_answers_are_parsed_into_members_and_offsets():
     errors = []
-    gid, state, members, offsets, coordinator = parse_group(
-        {"id": "billing", "state": "stable", "error": "offsets: Broker: Not coordinator", "coordinator": 2,
+    gid, state, members, offsets, coordinator, incomplete = parse_group(
+        {"id": "billing", "state": "stable", "error": "offsets: Broker: Not coordinator", "coordinator": 2, "passing": True,
          "members": [["m-2", "b", "/h", [["orders", 1]]], ["m-1", "a", "/h", [["orders", 2], ["orders", 0]]]],
          "committed": [["orders", 0, 5], ["orders", 3, 7]]}, errors)
-    assert (gid, state, coordinator) == ("billing", "stable", 2) and [m.client_id for m in members] == ["a", "b"]
+    assert (gid, state, coordinator, incomplete) == ("billing", "stable", 2, True)
+    assert [m.client_id for m in members] == ["a", "b"]
     assert members[0].partitions == (("orders", 0), ("orders", 2))
     assert offsets == {("orders", 0): 5, ("orders", 1): None, ("orders", 2): None, ("orders", 3): 7}
     assert errors == ["group billing: offsets: Broker: Not coordinator"]
@@ -160,7 +161,8 @@ for line in sys.stdin:
     if request["groups"] == ["crash"]:
         os._exit(134)  # what a librdkafka assertion does to the process
     print(json.dumps({"listed": ["g1"], "groups": [], "error": None, "asked": request["groups"],
-                      "timed_out": request["groups"] == ["slow"], "pid": os.getpid()}), flush=True)
+                      "timed_out": request["groups"] == ["slow"], "moved": request["groups"] == ["moved"],
+                      "pid": os.getpid()}), flush=True)
 """
 
 
@@ -189,8 +191,8 @@ def test_a_crashing_group_reader_is_reported_and_restarted(monkeypatch, tmp_path
 
 
 def test_a_reader_whose_request_timed_out_is_replaced_before_the_next_request(monkeypatch, tmp_path):
-    """After a timed-out answer the next request goes to a new process (a new client: see groupreader.py),
-    and that is no crash."""
+    """After a timed-out answer, or one that found a group's coordinator moved, the next request goes to a new
+    process (a new client: see groupreader.py), and that is no crash."""
     script = tmp_path / "echo_reader.py"
     script.write_text(_ECHO_READER)
     monkeypatch.setattr("labkit.view.groupread.READER_SCRIPT", script)
@@ -201,7 +203,10 @@ def test_a_reader_whose_request_timed_out_is_replaced_before_the_next_request(mo
         slow = reader.read(["slow"], timeout=5)
         assert slow["pid"] == first and slow["timed_out"]
         assert reader.pid is None  # ended at once: its client may be waiting for a dead coordinator
-        assert reader.read(["g1"], timeout=5)["pid"] not in (None, first) and reader.crashes == 0
+        second = reader.read(["g1"], timeout=5)["pid"]
+        assert second not in (None, first) and reader.crashes == 0
+        assert reader.read(["moved"], timeout=5)["pid"] == second and reader.pid is None  # its client's cache is stale
+        assert reader.read(["g1"], timeout=5)["pid"] not in (None, first, second) and reader.crashes == 0
     finally:
         reader.close()
 
@@ -214,6 +219,19 @@ def test_the_reader_tells_a_timeout_from_other_failures():
     assert timed_out(KafkaException(KafkaError(KafkaError._TIMED_OUT)))
     assert not timed_out(KafkaException(KafkaError(KafkaError.NOT_COORDINATOR)))
     assert not timed_out(ValueError("bad request"))
+
+
+def test_a_moving_coordinator_is_asked_again_a_refusal_is_not():
+    from confluent_kafka import KafkaError, KafkaException
+
+    from labkit.view.groupreader import passing
+    for code in (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                 KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._TIMED_OUT):
+        assert passing(KafkaException(KafkaError(code))), KafkaError(code).name()
+    assert passing(TimeoutError())
+    for code in (KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.INVALID_GROUP_ID):
+        assert not passing(KafkaException(KafkaError(code))), KafkaError(code).name()
+    assert not passing(ValueError("bad request"))
 
 
 # ------------------------------------------------------------------------------------------ the view, no broker

@@ -68,6 +68,9 @@ class GroupView:
     offsets: Mapping[tuple[str, int], PartitionLag] = field(default_factory=dict)
     #: The broker that coordinates the group (None when unknown).
     coordinator: Optional[int] = None
+    #: Part of it went unread because its coordinator was moving (a broker died or restarted, leaders were
+    #: rebalanced) or did not answer in time: read it again for the whole (``groupviz.read_group`` does).
+    incomplete: bool = False
 
     @property
     def total_lag(self) -> int:
@@ -147,7 +150,7 @@ class GroupReader:
             self._crashed()
         self._sent_at = None
         answer = json.loads(line)
-        if answer.get("timed_out"):
+        if answer.get("timed_out") or answer.get("moved"):
             self._retire()  # the next request gets a new client: see groupreader.py
         return answer
 
@@ -205,14 +208,14 @@ class GroupReader:
 
 def parse_group(group: Mapping[str, Any], errors: Optional[list[str]] = None) -> tuple:
     """One group of the reader's answer as (id, state, members, {(topic, partition): committed or None},
-    coordinator)."""
+    coordinator, incomplete)."""
     if group.get("error") and errors is not None:
         errors.append(f"group {group['id']}: {group['error']}")
     members = tuple(sorted((MemberView(mid, cid, host, tuple(sorted((t, p) for t, p in tps)))
                             for mid, cid, host, tps in group["members"]), key=lambda m: (m.client_id, m.member_id)))
     offsets: dict[tuple[str, int], Optional[int]] = {tp: None for m in members for tp in m.partitions}
     offsets.update({(t, p): o for t, p, o in group["committed"]})
-    return group["id"], group["state"], members, offsets, group.get("coordinator")
+    return group["id"], group["state"], members, offsets, group.get("coordinator"), bool(group.get("passing"))
 
 
 #: One reader per cluster for one-off reads (``take_snapshot``, ``groupviz.read_group``), with its lock.

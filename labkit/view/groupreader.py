@@ -14,15 +14,19 @@ in rd_kafka_handle_OffsetFetch on NOT_COORDINATOR (librdkafka issue #5040), both
 reproduced here with a live view while killing and pausing brokers. Here such a
 crash costs one answer (the parent restarts the reader), not the learner's kernel.
 
-An answer says whether a request ``timed_out``; the parent then replaces this
-process, so the next request starts with a new client. librdkafka keeps each
-group's coordinator in a cache that only a NOT_COORDINATOR answer clears, and an
-entry in use does not expire (``metadata.max.age.ms``, 15 min): after the
+An answer says whether a request ``timed_out`` or found its group's coordinator
+``moved``; the parent then replaces this process, so the next request starts with
+a new client. librdkafka keeps each group's coordinator in a cache whose entries
+in use do not expire (``metadata.max.age.ms``, 15 min; rdkafka_coord.c): after the
 coordinator is killed, a request can wait for that dead broker to come back
-instead of asking who took over (rdkafka_coord.c). And the next request on a
-client whose request timed out this way has aborted the process
-(``rd_kafka_enq_once_del_source_return: Assertion `eonce->refcnt > 0'``), in
-4 of 6 coordinator kills under load. A new client asks FindCoordinator afresh.
+instead of asking who took over, and the next request on a client whose request
+timed out this way has aborted the process (``rd_kafka_enq_once_del_source_return:
+Assertion `eonce->refcnt > 0'``), in 4 of 6 coordinator kills under load. And
+when the coordinator moves while both brokers live (a restarted broker takes its
+__consumer_offsets partitions back), DescribeConsumerGroups answers the group's
+NOT_COORDINATOR without clearing the entry: the same client asked the old
+coordinator again for 20 s, every answer NOT_COORDINATOR (tests/test_rebalancing.py).
+A new client asks FindCoordinator afresh.
 
 This file imports nothing from labkit, so it starts fast and runs as a plain script.
 """
@@ -36,6 +40,18 @@ def timed_out(exc: BaseException) -> bool:
     """The request got no answer in time (the future's wait or librdkafka's own request timeout)."""
     err = exc.args[0] if exc.args else None
     return isinstance(exc, TimeoutError) or (hasattr(err, "name") and err.name() == "_TIMED_OUT")
+
+
+#: Errors of a group whose coordinator is moving (its broker died or restarted, leaders were rebalanced) or has not
+#: answered yet: asked again by a new client (the parent replaces this process), the new coordinator answers.
+PASSING = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS", "REQUEST_TIMED_OUT",
+           "_TIMED_OUT", "_TRANSPORT")
+
+
+def passing(exc: BaseException) -> bool:
+    """The request failed because the group's coordinator is moving or did not answer: asking again will do."""
+    err = exc.args[0] if exc.args else None
+    return isinstance(exc, TimeoutError) or (hasattr(err, "name") and err.name() in PASSING)
 
 
 def reason(exc: BaseException) -> str:
@@ -56,7 +72,7 @@ def answer(admin, request: dict) -> dict:
     def left() -> float:
         return max(end - time.monotonic(), 0.05)
 
-    out: dict = {"listed": None, "groups": [], "error": None, "timed_out": False}
+    out: dict = {"listed": None, "groups": [], "error": None, "timed_out": False, "moved": False}
     try:
         ids = request["groups"]
         if ids is None:
@@ -71,7 +87,8 @@ def answer(admin, request: dict) -> dict:
         if ids:
             described = admin.describe_consumer_groups(ids, request_timeout=left())
             for gid in ids:
-                group: dict = {"id": gid, "state": "unknown", "members": [], "committed": [], "error": None}
+                group: dict = {"id": gid, "state": "unknown", "members": [], "committed": [], "error": None,
+                               "passing": False}
                 out["groups"].append(group)
                 try:
                     desc = described[gid].result(timeout=left())
@@ -79,12 +96,14 @@ def answer(admin, request: dict) -> dict:
                     if exc.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
                         group["state"] = "not found"
                     else:
-                        group["error"] = reason(exc)
+                        group["error"], group["passing"] = reason(exc), passing(exc)
                         out["timed_out"] |= timed_out(exc)
+                        out["moved"] |= group["passing"]
                     continue
                 except Exception as exc:  # noqa: BLE001 - the child reports every failure to its parent as text
-                    group["error"] = reason(exc)
+                    group["error"], group["passing"] = reason(exc), passing(exc)
                     out["timed_out"] |= timed_out(exc)
+                    out["moved"] |= group["passing"]
                     continue
                 group["state"] = (getattr(desc.state, "name", None) or str(desc.state)).lower()
                 group["coordinator"] = desc.coordinator.id if desc.coordinator is not None else None
@@ -98,8 +117,9 @@ def answer(admin, request: dict) -> dict:
                     group["committed"] = [[tp.topic, tp.partition, tp.offset] for tp in got.topic_partitions
                                           if tp.offset >= 0]
                 except Exception as exc:  # noqa: BLE001 - the child reports every failure to its parent as text
-                    group["error"] = "offsets: " + reason(exc)
+                    group["error"], group["passing"] = "offsets: " + reason(exc), passing(exc)
                     out["timed_out"] |= timed_out(exc)
+                    out["moved"] |= group["passing"]
     except Exception as exc:  # noqa: BLE001 - the child reports every failure to its parent as text
         out["error"] = reason(exc)
         out["failed"] = True

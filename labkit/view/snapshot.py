@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from . import groupreader
 from ..admin import PartitionState, TopicState, list_offsets
 from ..errors import ClusterStateError
-from .groupread import GroupReader, GroupView, MemberView, PartitionLag, parse_group, reader_settings, shared_reader
+from .groupread import GroupReader, GroupView, PartitionLag, parse_group, reader_settings, shared_reader
 from .panel import PanelData, PanelReader
 from ..viz import replica_roles
 
@@ -229,7 +229,7 @@ class ClusterReader:
         """
         t0 = time.monotonic()
         errors = list(layout.errors)
-        found: list[tuple[str, str, tuple[MemberView, ...], dict[tuple[str, int], Optional[int]]]] = []
+        found: list[Any] = []  # parse_group's tuples
         if self.groups is not False:
             self._guard(stopped)
             try:
@@ -242,7 +242,7 @@ class ClusterReader:
         answering = {b.id for b in layout.brokers if b.status == "up" and b.registered}
         leaders = {(n, p.partition): p.leader for n, s in layout.topics.items() for p in s.partitions}
         wanted = {tp for tp, leader in leaders.items() if leader in answering}
-        wanted |= {tp for _, _, _, committed, _ in found for tp in committed
+        wanted |= {tp for _, _, _, committed, _, _ in found for tp in committed
                    if leaders.get(tp, -1) in answering | {-1}}
         try:
             admin = self._admin([(b.id, b.state) for b in layout.brokers])
@@ -255,8 +255,8 @@ class ClusterReader:
         topics = {n: TopicState(n, tuple(replace(p, high_watermark=ends.get((n, p.partition)))
                                          for p in s.partitions), s.config) for n, s in layout.topics.items()}
         groups = tuple(GroupView(gid, state, members, {tp: PartitionLag(c, ends.get(tp))
-                                                       for tp, c in sorted(committed.items())}, coordinator)
-                       for gid, state, members, committed, coordinator in found)
+                                                       for tp, c in sorted(committed.items())}, coordinator, incomplete)
+                       for gid, state, members, committed, coordinator, incomplete in found)
         panel = None
         if self.panel is not None:
             try:
