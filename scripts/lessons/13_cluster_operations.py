@@ -507,6 +507,11 @@ Consumers fetch from partition leaders. This profile also sets `replica.selector
 (KIP-392).
 """)
 nb.code("""
+cluster.wait_for_isr(history)                      # both replicas back in sync after the restarts above,
+ops.elect_preferred(cluster, [history])            # led by the preferred one (no leader move while we read),
+marker = cluster.producer(acks="all")              # and a record both have: a leader learns where a follower is
+marker.produce(history, value=b"rack marker", partition=0)   # only from that follower's fetches
+marker.flush(30)
 leader0 = cluster.describe_topic(history)[0].leader
 follower0 = next(r for r in cluster.describe_topic(history)[0].replicas if r != leader0)
 q_rack = predict.ask("13.follower-fetch", f"A consumer with client.rack={rack_of[follower0]} reads partition 0 of "
