@@ -160,9 +160,9 @@ for line in sys.stdin:
     request = json.loads(line)
     if request["groups"] == ["crash"]:
         os._exit(134)  # what a librdkafka assertion does to the process
-    print(json.dumps({"listed": ["g1"], "groups": [], "error": None, "asked": request["groups"],
-                      "timed_out": request["groups"] == ["slow"], "moved": request["groups"] == ["moved"],
-                      "pid": os.getpid()}), flush=True)
+    groups = [{"id": "moved", "passing": True}] if request["groups"] == ["moved"] else []
+    print(json.dumps({"listed": ["g1"], "groups": groups, "error": None, "asked": request["groups"],
+                      "timed_out": request["groups"] == ["slow"], "pid": os.getpid()}), flush=True)
 """
 
 

@@ -150,8 +150,8 @@ class GroupReader:
             self._crashed()
         self._sent_at = None
         answer = json.loads(line)
-        if answer.get("timed_out") or answer.get("moved"):
-            self._retire()  # the next request gets a new client: see groupreader.py
+        if answer.get("timed_out") or any(group.get("passing") for group in answer.get("groups") or ()):
+            self._retire()  # the next request gets a new client (a coordinator moved): see groupreader.py
         return answer
 
     def read(self, groups: Optional[Sequence[str]], timeout: float) -> dict[str, Any]:

@@ -14,9 +14,9 @@ in rd_kafka_handle_OffsetFetch on NOT_COORDINATOR (librdkafka issue #5040), both
 reproduced here with a live view while killing and pausing brokers. Here such a
 crash costs one answer (the parent restarts the reader), not the learner's kernel.
 
-An answer says whether a request ``timed_out`` or found its group's coordinator
-``moved``; the parent then replaces this process, so the next request starts with
-a new client. librdkafka keeps each group's coordinator in a cache whose entries
+An answer says whether a request ``timed_out``, and of each group whether its
+request failed ``passing`` (its coordinator moved); after either the parent
+replaces this process, so the next request starts with a new client. librdkafka keeps each group's coordinator in a cache whose entries
 in use do not expire (``metadata.max.age.ms``, 15 min; rdkafka_coord.c): after the
 coordinator is killed, a request can wait for that dead broker to come back
 instead of asking who took over, and the next request on a client whose request
@@ -54,6 +54,12 @@ def passing(exc: BaseException) -> bool:
     return isinstance(exc, TimeoutError) or (hasattr(err, "name") and err.name() in PASSING)
 
 
+def failed(out: dict, group: dict, exc: BaseException, what: str = "") -> None:
+    """A request about ``group`` failed: its error, whether a new client asking again will do, and a timeout."""
+    group["error"], group["passing"] = what + reason(exc), passing(exc)
+    out["timed_out"] |= timed_out(exc)
+
+
 def reason(exc: BaseException) -> str:
     """A short reason for a failed request: a Kafka error's text (or its name when the text says nothing)."""
     err = exc.args[0] if exc.args else None
@@ -72,7 +78,7 @@ def answer(admin, request: dict) -> dict:
     def left() -> float:
         return max(end - time.monotonic(), 0.05)
 
-    out: dict = {"listed": None, "groups": [], "error": None, "timed_out": False, "moved": False}
+    out: dict = {"listed": None, "groups": [], "error": None, "timed_out": False}
     try:
         ids = request["groups"]
         if ids is None:
@@ -96,14 +102,10 @@ def answer(admin, request: dict) -> dict:
                     if exc.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
                         group["state"] = "not found"
                     else:
-                        group["error"], group["passing"] = reason(exc), passing(exc)
-                        out["timed_out"] |= timed_out(exc)
-                        out["moved"] |= group["passing"]
+                        failed(out, group, exc)
                     continue
                 except Exception as exc:  # noqa: BLE001 - the child reports every failure to its parent as text
-                    group["error"], group["passing"] = reason(exc), passing(exc)
-                    out["timed_out"] |= timed_out(exc)
-                    out["moved"] |= group["passing"]
+                    failed(out, group, exc)
                     continue
                 group["state"] = (getattr(desc.state, "name", None) or str(desc.state)).lower()
                 group["coordinator"] = desc.coordinator.id if desc.coordinator is not None else None
@@ -117,9 +119,7 @@ def answer(admin, request: dict) -> dict:
                     group["committed"] = [[tp.topic, tp.partition, tp.offset] for tp in got.topic_partitions
                                           if tp.offset >= 0]
                 except Exception as exc:  # noqa: BLE001 - the child reports every failure to its parent as text
-                    group["error"], group["passing"] = "offsets: " + reason(exc), passing(exc)
-                    out["timed_out"] |= timed_out(exc)
-                    out["moved"] |= group["passing"]
+                    failed(out, group, exc, "offsets: ")
     except Exception as exc:  # noqa: BLE001 - the child reports every failure to its parent as text
         out["error"] = reason(exc)
         out["failed"] = True
