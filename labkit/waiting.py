@@ -5,10 +5,15 @@ truthy value or ``timeout`` passes; on timeout it raises :class:`WaitTimeout`: o
 paragraph with what it waited for, the last thing it saw, the machine's load (a
 busy machine is the usual reason a wait runs out) and what to try, then whatever
 evidence the caller can add.
+
+A :class:`Deadline` is the bound on work that may hang (a learner's call the grader
+made): its seconds are a quiet machine's, so a busy machine gives correct work the
+time it needs before it is judged hung.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional, TypeVar
@@ -58,3 +63,60 @@ class Wait:
 SLOW_HINT = ("Run the cell again; if it keeps happening, close other programs (or stop other notebooks' "
              "clusters with cluster.stop()) and check `labkit doctor`.")
 
+
+
+#: The most a busy machine stretches a :class:`Deadline`: ten wall seconds count for one at the least.
+MAX_STRETCH = 10.0
+
+
+def machine_share() -> float:
+    """The share of a core a runnable process can expect now: the cores over the 1-minute load average, between
+    ``1 / MAX_STRETCH`` and 1 (1 where no load average exists)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 1.0
+    cores = os.cpu_count() or 1
+    return 1.0 if load <= cores else max(1.0 / MAX_STRETCH, cores / load)
+
+
+class Deadline:
+    """``seconds`` as a quiet machine counts them, counted on this one.
+
+    A bound on work that may hang must not fail correct work that is only starved: each wall second counts for
+    the share of a core a runnable process could get in it (:func:`machine_share`). On two cores with a load
+    average of 10, a 60-second deadline lasts 300 wall seconds; on a quiet machine, 60. Work that truly hangs is
+    still given up on, at most :data:`MAX_STRETCH` times later. ``clock`` and ``share`` are for tests.
+    """
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic,
+                 share: Callable[[], float] = machine_share) -> None:
+        self.seconds = float(seconds)
+        self._clock, self._share = clock, share
+        self._start = self._last = clock()
+        self._spent = 0.0
+
+    def _advance(self) -> float:
+        now = self._clock()
+        self._spent += (now - self._last) * self._share()
+        self._last = now
+        return self._spent
+
+    def expired(self) -> bool:
+        return self._advance() >= self.seconds
+
+    def wait_time(self, at_most: float) -> float:
+        """Wall seconds to wait before asking :meth:`expired` again: ``at_most``, or less if it expires sooner."""
+        left = self.seconds - self._advance()
+        return max(0.0, min(at_most, left / self._share()))
+
+    @property
+    def wall(self) -> float:
+        """Wall seconds since it started."""
+        return self._clock() - self._start
+
+    def __str__(self) -> str:
+        """'60 s', or '60 s (412 s of wall time: the machine was busy)' once it ran longer than its seconds."""
+        wall = self.wall
+        stretched = f" ({wall:.0f} s of wall time: the machine was busy)" if wall > self.seconds + 1 else ""
+        return f"{self.seconds:.0f} s{stretched}"

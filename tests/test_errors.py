@@ -80,3 +80,51 @@ def test_a_process_cpu_seconds_count_what_it_reaped_and_none_once_it_is_gone():
     finally:
         proc.communicate(b"\n", timeout=30)
     assert cpu_seconds(proc.pid) is None
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_deadline_counts_a_quiet_machines_seconds():
+    from labkit.waiting import MAX_STRETCH, Deadline
+
+    clock = _Clock()
+    quiet = Deadline(60, clock=clock, share=lambda: 1.0)
+    clock.now += 59.5
+    assert not quiet.expired() and quiet.wait_time(1.0) == pytest.approx(0.5)
+    clock.now += 0.5
+    assert quiet.expired() and str(quiet) == "60 s"
+
+    share = [0.25]  # a load average four times the cores: four wall seconds count for one
+    clock = _Clock()
+    busy = Deadline(60, clock=clock, share=lambda: share[0])
+    clock.now += 200
+    assert not busy.expired(), "200 wall seconds on a machine this busy are 50 of a quiet one's"
+    assert busy.wait_time(100.0) == pytest.approx(40.0)
+    share[0] = 1.0  # the load went away: the remaining 10 s run at full speed
+    clock.now += 10
+    assert busy.expired()
+    assert str(busy) == "60 s (210 s of wall time: the machine was busy)"
+    assert MAX_STRETCH == 10.0
+
+
+def test_the_machine_share_is_the_cores_over_the_load_and_never_less_than_a_tenth(monkeypatch):
+    import os
+
+    from labkit.waiting import machine_share
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    for load, share in ((0.5, 1.0), (2.0, 1.0), (8.0, 0.25), (50.0, 0.1)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
+        assert machine_share() == pytest.approx(share)
+
+    def no_load_average():
+        raise OSError("no load average here")
+
+    monkeypatch.setattr(os, "getloadavg", no_load_average)
+    assert machine_share() == 1.0

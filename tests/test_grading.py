@@ -407,3 +407,27 @@ def test_demo_cells_are_not_run_while_graded_unless_the_learner_changed_them(tmp
     assert run([new_code_cell("x = 1", id="cell-000"), nbformat.from_dict(dict(demo))]).first_error is None
     edited = new_code_cell("raise RuntimeError('mine now')", id="cell-001", metadata={"tags": ["demo"]})
     assert "mine now" in run([new_code_cell("x = 1", id="cell-000"), edited]).first_error
+
+
+@pytest.mark.notebook
+def test_a_learner_call_that_hangs_is_interrupted_and_the_kernel_answers_the_next(tmp_path):
+    """A call past its deadline is interrupted in the kernel (as Jupyter's stop button does), not waited out to
+    nbclient's backstop, and the learner's other functions still answer."""
+    import time
+
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from labkit.grading.checks import LearnerError
+    from labkit.grading import wire
+    from labkit.grading.kernel import KernelSession, RemoteNamespace
+
+    cells = [new_code_cell("import time\ndef hang():\n    time.sleep(3600)\ndef add(a, b):\n    return a + b")]
+    with KernelSession(new_notebook(cells=cells), cwd=tmp_path, env={}, timeout=60) as kernel:
+        assert kernel.run_cells().first_error is None
+        ns = RemoteNamespace(kernel)
+        started = time.monotonic()
+        with pytest.raises(LearnerError, match="no answer within 2 s"):
+            kernel.request({"op": "call", "name": "hang", "args": wire.encode([]), "kwargs": wire.encode({})},
+                           timeout=2)
+        assert time.monotonic() - started < 2 * 10 + 25, "interrupted by the deadline, not by the backstop"
+        assert ns.add(2, 3) == 5

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from labkit.grading import check, harness, sibling
+from labkit.waiting import Deadline
 
 checks = sibling(__file__)
 
@@ -43,7 +44,7 @@ def exactly_once_effects_across_crashes(ns):
             pid, reaped = ns.run(checks.start_bank, *args, steps), False
             try:
                 goal = begun + steps
-                deadline = time.monotonic() + 60
+                deadline = Deadline(60)
                 moment = "a random moment"
                 while len(harness.lines(log)) < goal:
                     status = ns.run(harness.reap, pid)
@@ -55,8 +56,9 @@ def exactly_once_effects_across_crashes(ns):
                         error = ns.run(harness.child_error, pid)
                         raise AssertionError(f"the consumer stopped (exit code {status}) before the crash"
                                              + (f": {error}" if error else ""))
-                    if time.monotonic() > deadline:
-                        raise AssertionError(f"only {len(harness.lines(log)) - begun} payments were applied in 60 s")
+                    if deadline.expired():
+                        raise AssertionError(f"only {len(harness.lines(log)) - begun} payments were applied in "
+                                             f"{deadline}")
                     time.sleep(0.02)
                 for _ in range(0 if reaped else 25):  # freeze it; kill it if that leaves the database half
                     # updated, else run on (a child that died at its own crash point is a zombie: signals are safe)

@@ -30,6 +30,7 @@ from typing import Any
 
 from labkit.grading import Rules, check
 from labkit.grading.harness import attempted, kill, lines, make_records, reap, unique
+from labkit.waiting import Deadline
 
 CLUSTER = "single-broker"
 SHARE_CLUSTER = True
@@ -298,10 +299,10 @@ def _checkpointed(primary: Any, dr: Any, alias: str, group: str, topic: str) -> 
 
 
 def _until(condition: Any, what: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while not condition():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the drill's own {what} did not happen within {timeout:.0f} s")
+        if deadline.expired():
+            raise RuntimeError(f"the drill's own {what} did not happen within {deadline}")
         time.sleep(0.2)
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from labkit.grading import check, harness, Rules
+from labkit.waiting import Deadline
 
 CLUSTER = "single-broker"
 SHARE_CLUSTER = True
@@ -167,9 +168,9 @@ class Members:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        deadline = time.monotonic() + 15
+        deadline = Deadline(15)
         while pid not in self.ns.run(reap_all, [pid]):
-            assert time.monotonic() < deadline, f"the grader could not reap the killed member {name}"
+            assert not deadline.expired(), f"the grader could not reap the killed member {name}"
             time.sleep(0.05)
 
     def stop(self) -> None:

@@ -9,6 +9,7 @@ import signal
 import time
 
 from labkit.grading import check, harness, sibling
+from labkit.waiting import Deadline
 
 checks = sibling(__file__)
 
@@ -55,12 +56,12 @@ def nothing_lost_when_a_worker_is_killed(ns):
 def kill_mid_job(ns, pool, after: int) -> tuple[int, str, int]:
     """Once ``after`` jobs are done, SIGKILL a worker in the middle of a job (frozen first, so the grader sees the
     job still open in the log at the moment it kills); returns (its pid, the job, which attempt at it was cut short)."""
-    deadline = time.monotonic() + 60
+    deadline = Deadline(60)
     while sum(pool.done().values()) < after:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"only {sum(pool.done().values())} jobs were done in 60 s")
+        if deadline.expired():
+            raise AssertionError(f"only {sum(pool.done().values())} jobs were done in {deadline}")
         time.sleep(0.05)
-    while time.monotonic() < deadline:
+    while not deadline.expired():
         opened = open_jobs(pool)
         for pid in [p for p in pool.pids if p in opened]:
             os.kill(pid, signal.SIGSTOP)

@@ -7,6 +7,7 @@ import time
 
 from labkit.grading import check, sibling
 from labkit.grading.harness import unique
+from labkit.waiting import Deadline
 
 checks = sibling(__file__)
 
@@ -58,8 +59,8 @@ def matches_real_consumers(ns):
     try:
         for c, subscribed in zip(consumers, subscriptions):
             c.subscribe(subscribed)
-        deadline, last, since, now = time.monotonic() + 90, None, None, {}
-        while time.monotonic() < deadline:
+        deadline, last, since, now = Deadline(90), None, None, {}
+        while not deadline.expired():
             for c in consumers:
                 c.poll(0.05)
             now = {c.memberid(): sorted((tp.topic, tp.partition) for tp in c.assignment()) for c in consumers}
@@ -71,7 +72,7 @@ def matches_real_consumers(ns):
             else:
                 last, since = now, None
         else:
-            raise AssertionError(f"the consumer group did not settle within 90 s (last assignment {now})")
+            raise AssertionError(f"the consumer group did not settle within {deadline} (last assignment {now})")
         subs = {c.memberid(): subscribed for c, subscribed in zip(consumers, subscriptions)}
         members = sorted(subs)
         while members == sorted(members):  # never in the order range sorts them into: unsorted must not pass

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from labkit.grading import check, harness, Rules
+from labkit.waiting import Deadline
 
 CLUSTER = "single-broker"
 SHARE_CLUSTER = True
@@ -49,6 +50,7 @@ FIELDS = {"window_start", "window_end", "page", "count"}
 #: (checked over 300 seeds for every stream the checks generate).
 SHAPES = (("30 seconds", "10 seconds", "20 seconds"), ("90 seconds", "20 seconds", "45 seconds"),
           ("2 minutes", "1 minute", "75 seconds"))
+#: Time limits, in a quiet machine's seconds (labkit.waiting.Deadline: a busy machine stretches them).
 CALL_TIMEOUT = 60.0     # start_query / processAllAvailable; a correct one takes a few seconds
 SESSION_TIMEOUT = 300.0  # the first step may start the kernel's Spark session again (the notebook stopped it)
 RESULTS_TIMEOUT = 30.0  # at most this long for the results topic to fill after the last round ...
@@ -79,6 +81,7 @@ def in_kernel(user, op, bootstrap, *args):
 
     import labkit
     import labkit.spark
+    from labkit.waiting import Deadline
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -104,9 +107,11 @@ def in_kernel(user, op, bootstrap, *args):
 
         worker = threading.Thread(target=run, name=f"check: {what}", daemon=True)
         worker.start()
-        worker.join(timeout)
+        deadline = Deadline(timeout)  # a quiet machine's seconds: a starved Spark job is not a hung one
+        while worker.is_alive() and not deadline.expired():
+            worker.join(deadline.wait_time(1.0))
         if worker.is_alive():
-            raise Refused(f"{what} did not return within {timeout:.0f} s" + (f" ({on_timeout})" if on_timeout else ""),
+            raise Refused(f"{what} did not return within {deadline}" + (f" ({on_timeout})" if on_timeout else ""),
                           True)
         error = box.get("error")
         if error is None:
@@ -365,16 +370,16 @@ def _read_results(ns, topic: str, expected: dict[tuple[datetime, str], int], que
     try:
         partitions = cluster.describe_topic(topic).partitions
         consumer.assign([TopicPartition(topic, p.partition, OFFSET_BEGINNING) for p in partitions])
-        deadline = time.monotonic() + RESULTS_TIMEOUT
+        deadline, quiet = Deadline(RESULTS_TIMEOUT), Deadline(RESULTS_QUIET)
         last_new = last_status = time.monotonic()
-        while time.monotonic() < deadline and time.monotonic() - last_new < RESULTS_QUIET:
+        while not deadline.expired() and not quiet.expired():
             msg = consumer.poll(0.25)
             if msg is not None and not msg.error():
                 start, page, count = record = parse_record(msg.key(), msg.value(), window)
                 wrong = wrong or expected.get((start, page)) != count or (start, page) in seen
                 seen.add((start, page))
                 records.append(record)
-                last_new = time.monotonic()
+                last_new, quiet = time.monotonic(), Deadline(RESULTS_QUIET)
                 continue
             if msg is not None and msg.error().code() != KafkaError._PARTITION_EOF:
                 raise AssertionError(f"reading the results topic failed: {msg.error()}")

@@ -9,6 +9,7 @@ import signal
 import time
 
 from labkit.grading import check, harness, sibling
+from labkit.waiting import Deadline
 
 checks = sibling(__file__)
 
@@ -30,7 +31,7 @@ def exactly_once_across_a_crash(ns):
     moment = "a quiet moment (no batch in flight)"
     try:
         start_after = rng.randint(80, 200)
-        deadline = time.monotonic() + 90
+        deadline = Deadline(90)
         while True:  # let it transfer some payments first
             status = ns.run(harness.reap, pid)
             if status is not None:
@@ -39,7 +40,7 @@ def exactly_once_across_a_crash(ns):
             written = sum(p.high_watermark or 0 for p in cluster.describe_topic(target).partitions)
             if written >= start_after:
                 break
-            assert time.monotonic() < deadline, f"the transfer wrote only {written} ledger records in 90 s"
+            assert not deadline.expired(), f"the transfer wrote only {written} ledger records in {deadline}"
             time.sleep(0.05)
         for sample in range(40):  # freeze it; kill it once a crash would hurt a wrong loop, else run on
             os.kill(pid, signal.SIGSTOP)

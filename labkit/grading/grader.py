@@ -161,7 +161,7 @@ def grade(path: str | Path, timeout: float = 600.0, executed: Optional[Path] = N
                 outcome = kernel.run_cells()
                 if outcome.timed_out or outcome.died:
                     status = "timeout" if outcome.timed_out else "failed to run"
-                    reason = (f"{outcome.timed_out} did not finish within {timeout:.0f} s" if outcome.timed_out
+                    reason = (f"{outcome.timed_out} did not finish within {outcome.limit}" if outcome.timed_out
                               else outcome.died or "")
                     results = [not_run(c, "not run", reason) for c in ex.checks]
                 else:

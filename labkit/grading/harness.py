@@ -21,6 +21,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from ..waiting import Deadline
+
 
 def unique(name: str) -> str:
     """``name`` with a random suffix: topics and groups of one grading never meet another's."""
@@ -111,9 +113,9 @@ def kill(ns: Any, pid: int, timeout: float = 15.0) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while ns.run(reap, pid) is None:
-        if time.monotonic() > deadline:
+        if deadline.expired():
             raise AssertionError(f"the grader could not reap the killed process {pid}")
         time.sleep(0.05)
 
@@ -121,16 +123,17 @@ def kill(ns: Any, pid: int, timeout: float = 15.0) -> None:
 def wait_for_exit(ns: Any, pid: int, timeout: float, what: str,
                   explain: Callable[[int], str] = lambda pid: "") -> None:
     """Wait until the forked child ``pid`` ends by itself; AssertionError when it fails or outlives ``timeout``
-    (it is killed then; ``explain(pid)`` may say where it was stuck)."""
-    deadline = time.monotonic() + timeout
+    seconds as a quiet machine counts them (a :class:`~labkit.waiting.Deadline`; it is killed then;
+    ``explain(pid)`` may say where it was stuck)."""
+    deadline = Deadline(timeout)
     while True:
         status = ns.run(reap, pid)
         if status is not None:
             break
-        if time.monotonic() > deadline:
+        if deadline.expired():
             where = explain(pid)
             kill(ns, pid)
-            raise AssertionError(f"{what} did not finish within {timeout:.0f} s" + (f" ({where})" if where else ""))
+            raise AssertionError(f"{what} did not finish within {deadline}" + (f" ({where})" if where else ""))
         time.sleep(0.25)
     if status != 0:
         raise AssertionError(f"{what} failed (exit code {status}): {ns.run(child_error, pid) or 'no traceback'}")
@@ -171,8 +174,8 @@ def crash_and_restart(ns: Any, start: Callable[..., int], args: Sequence[Any], p
         pid = ns.run(start, *args)
         begun = progress()
         goal = begun + rng.randint(20, max(21, (total - begun) // 3))
-        deadline = time.monotonic() + 60
-        while progress() < goal and ns.run(reap, pid) is None and time.monotonic() < deadline:
+        deadline = Deadline(60)
+        while progress() < goal and ns.run(reap, pid) is None and not deadline.expired():
             time.sleep(0.02)
         status = ns.run(reap, pid)
         if status is not None:

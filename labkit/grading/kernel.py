@@ -9,19 +9,25 @@ comes back as plain data, and the check decides in the grader's process.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
+import os
 import secrets
+import signal
 import subprocess
 import textwrap
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
+from ..waiting import MAX_STRETCH, Deadline
 from . import agent, wire
 from .checks import LearnerError, NotDefined, definition_in, not_plain
 
-#: Seconds one call of a learner's function may take before the grader gives up on it.
+#: Seconds one call of a learner's function may take before the grader gives up on it, as a quiet machine counts
+#: them (a :class:`~labkit.waiting.Deadline`).
 CALL_TIMEOUT = 60.0
 
 
@@ -31,8 +37,10 @@ class RunOutcome:
 
     #: '<cell label> raised <Error>: <message>' for the first cell that raised, if any.
     first_error: Optional[str] = None
-    #: The label of the cell that ran past the time limit (the run stopped there), if any.
+    #: The label of the cell that ran past the time limit (the run stopped there), if any ...
     timed_out: Optional[str] = None
+    #: ... and that limit: '600 s', with the wall time it took on a busy machine.
+    limit: Optional[str] = None
     #: Why the kernel died, if it did.
     died: Optional[str] = None
 
@@ -75,7 +83,7 @@ class KernelSession:
 
     def run_cells(self) -> RunOutcome:
         """Run every code cell in order, as the learner would with Run All."""
-        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+        from nbclient.exceptions import DeadKernelError
 
         outcome = RunOutcome()
         for index, cell in enumerate(list(self.nb.cells)):
@@ -84,12 +92,11 @@ class KernelSession:
             if cell.get("id") in self.skip and cell.source == self.skip[cell["id"]]:
                 continue
             try:
-                self._client.timeout = self.timeout
-                self._client.execute_cell(cell, index)
-            except CellTimeoutError:
-                outcome.timed_out = cell_label(self.nb, index)
-                self._interrupt()
-                return outcome
+                finished, deadline = self._execute(cell, index, self.timeout)
+                if not finished:
+                    outcome.timed_out = cell_label(self.nb, index)
+                    outcome.limit = str(deadline)
+                    return outcome
             except DeadKernelError as exc:
                 outcome.died = f"the kernel died in {cell_label(self.nb, index)} ({str(exc).splitlines()[0][:120]})"
                 return outcome
@@ -105,9 +112,11 @@ class KernelSession:
         if not self._agent_ready:
             self._install_agent()
         code = f"__labkit_grader__['answer']({self._token!r}, {json.dumps(payload)!r}, globals())"
-        reply = self._run_hidden(new_code_cell(code), timeout)
+        reply, deadline = self._run_hidden(new_code_cell(code), timeout)
+        if deadline is not None:
+            raise LearnerError("TimeoutError", f"no answer within {deadline}")
         if reply is None:
-            raise LearnerError("TimeoutError", f"no answer within {timeout:.0f} s")
+            raise LearnerError("ProtocolError", "the kernel ran the request but gave no answer")
         if reply.get("token") != self._token:
             raise LearnerError("ProtocolError", "the kernel's answer did not come from the grader's agent")
         return reply
@@ -119,30 +128,68 @@ class KernelSession:
         source = Path(wire.__file__).read_text() + "\n" + Path(agent.__file__).read_text()
         code = (f"__labkit_grader__ = {{'__name__': 'labkit_agent'}}\n"
                 f"exec(compile({source!r}, '<labkit-agent>', 'exec'), __labkit_grader__)")
-        self._run_hidden(new_code_cell(code), 30.0)
+        _, deadline = self._run_hidden(new_code_cell(code), 30.0)
+        if deadline is not None:
+            raise LearnerError("TimeoutError", f"the grader's agent did not start within {deadline}")
         self._agent_ready = True
 
-    def _run_hidden(self, cell: Any, timeout: float) -> Optional[dict[str, Any]]:
-        """Run a cell of the grader's own (not kept in the notebook); the agent's answer in it, if any."""
-        from nbclient.exceptions import CellTimeoutError
-
+    def _run_hidden(self, cell: Any, timeout: float) -> tuple[Optional[dict[str, Any]], Optional[Deadline]]:
+        """Run a cell of the grader's own (not kept in the notebook): the agent's answer in it, if any, and the
+        deadline it outlived, if it did (then it was interrupted and its answer does not count)."""
         self.nb.cells.append(cell)
         try:
-            self._client.timeout = timeout
-            self._client.execute_cell(cell, len(self.nb.cells) - 1, store_history=False)
-        except CellTimeoutError:
-            self._interrupt()
-            return None
+            finished, deadline = self._execute(cell, len(self.nb.cells) - 1, timeout, store_history=False)
         finally:
             self.nb.cells.pop()
+        if not finished:
+            return None, deadline
         for out in cell.get("outputs", []):
             data = out.get("data", {}) if out.output_type == "display_data" else {}
             if agent.MIME in data:
-                return dict(data[agent.MIME])
+                return dict(data[agent.MIME]), None
         error = next((o for o in cell.get("outputs", []) if o.output_type == "error"), None)
         if error is not None:
             raise LearnerError(error.ename, error.evalue[:300])
-        return None
+        return None, None
+
+    def _execute(self, cell: Any, index: int, seconds: float, **kwargs: Any) -> tuple[bool, Deadline]:
+        """Run one cell within ``seconds`` as a quiet machine counts them (a :class:`~labkit.waiting.Deadline`: a
+        busy machine does not make correct work look hung). False when it ran out: the kernel is interrupted.
+
+        A watcher thread interrupts the kernel when the deadline runs out; nbclient's own timeout, the deadline's
+        longest stretch, is the backstop for a kernel that ignores the interrupt."""
+        from nbclient.exceptions import CellTimeoutError
+
+        deadline = Deadline(seconds)
+        done, ran_out = threading.Event(), threading.Event()
+
+        def watch() -> None:
+            while not done.wait(deadline.wait_time(1.0)):
+                if deadline.expired():
+                    ran_out.set()
+                    self._interrupt_kernel()
+                    return
+
+        watcher = threading.Thread(target=watch, name="labkit-grader-deadline", daemon=True)
+        watcher.start()
+        try:
+            self._client.timeout = seconds * MAX_STRETCH + 30
+            self._client.execute_cell(cell, index, **kwargs)
+        except CellTimeoutError:
+            ran_out.set()
+            self._interrupt()
+        finally:
+            done.set()
+            watcher.join()
+        return not ran_out.is_set(), deadline
+
+    def _interrupt_kernel(self) -> None:
+        """SIGINT to the kernel process alone (from any thread), as Jupyter's interrupt button sends: the running
+        cell raises KeyboardInterrupt."""
+        process = getattr(getattr(self._client.km, "provisioner", None), "process", None)
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGINT)
 
     def _interrupt(self) -> None:
         try:
