@@ -145,6 +145,42 @@ class Group:
     def start_member(self, name: str, commit: str = "sync", crash_after: Optional[int] = None,
                      batch: int = 20, every_n: int = 10, process_ms: float = 1.0, **config: Any) -> Member:
         """Start a member; ``crash_after`` makes it SIGKILL itself after that many records (mid-batch)."""
+        return self._launch(name, None, commit, crash_after, batch, every_n, process_ms, **config)
+
+    def restart_member(self, name: str, **options: Any) -> Member:
+        """SIGKILL the running member ``name`` and start it again at once, as a supervisor restarts a crashed
+        process; ``options`` as for :meth:`start_member`.
+
+        The replacement process is started first and held just before it creates its consumer; it is let go
+        once the old one is dead. So the member is away only while its new consumer joins the group, not while a
+        Python process starts (seconds on a busy machine, longer than a short ``session.timeout.ms``)."""
+        old = self.members.get(name)
+        if old is None or not old.alive:
+            raise LabkitError(f"Member {name!r} is not running.", "Start it with start_member().")
+        hold = self.workdir / f"{name}.hold"
+        ready = hold.with_name(hold.name + ".ready")
+        hold.unlink(missing_ok=True)
+        ready.unlink(missing_ok=True)
+        del self.members[name]
+        try:
+            new = self._launch(name, hold, **options)
+        except BaseException:
+            self.members[name] = old
+            raise
+        try:
+            new.process.wait_ready(f"member {name}'s replacement to be ready", ready.exists, interval=0.02)
+        except BaseException:
+            new.process.kill()
+            self.members[name] = old
+            raise
+        old.process.kill()
+        record_event(old.events_file, "killed")
+        new.status_file.unlink(missing_ok=True)  # the old process's last report
+        hold.touch()
+        return new
+
+    def _launch(self, name: str, hold: Optional[Path], commit: str = "sync", crash_after: Optional[int] = None,
+                batch: int = 20, every_n: int = 10, process_ms: float = 1.0, **config: Any) -> Member:
         if commit not in COMMIT_STYLES:
             raise LabkitError(f"Unknown commit style {commit!r}.", f"Choose one of: {', '.join(COMMIT_STYLES)}.")
         if name in self.members and self.members[name].alive:
@@ -167,6 +203,8 @@ class Group:
                "--every-n", str(every_n), "--process-ms", str(process_ms), "--config", json.dumps(conf)]
         if crash_after is not None:
             cmd += ["--crash-after", str(crash_after)]
+        if hold is not None:
+            cmd += ["--hold", str(hold)]
         process = ManagedProcess(f"member {name}", cmd, self.workdir / f"{name}.err").start()
         member = Member(name, process, log, status, events)
         self.members[name] = member

@@ -201,3 +201,10 @@ def test_auto_commit_crash_loses_records_sync_after_processing_does_not(cluster,
         outcomes[style] = group.outcome(ids)
     assert outcomes["auto"].lost > 0, outcomes["auto"]
     assert outcomes["sync"].lost == 0 and outcomes["sync"].duplicated > 0, outcomes["sync"]
+
+
+def test_restarting_a_member_that_does_not_run_says_to_start_it(tmp_path):
+    group = fake_group(tmp_path)
+    with pytest.raises(LabkitError, match="'z' is not running") as err:
+        group.restart_member("z")
+    assert "start_member" in err.value.hint

@@ -97,6 +97,13 @@ def run_member(args: argparse.Namespace) -> int:  # pragma: no cover - runs in t
             conf.pop(key, None)
     conf.update(extra)
     events = Path(args.events) if args.events else Path(args.log).with_suffix(".events.jsonl")
+    if args.hold:  # started ahead of a restart: ready, and waiting for the word to create its consumer
+        hold = Path(args.hold)
+        Path(f"{hold}.ready").touch()
+        while not hold.exists():
+            if stop["now"]:
+                return 0
+            time.sleep(0.005)
     record_event(events, "start")
     consumer = Consumer(conf)
     status = Path(args.status)
@@ -159,6 +166,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--crash-after", type=int, default=None)
     parser.add_argument("--config", default="{}")
     parser.add_argument("--events", default=None)
+    parser.add_argument("--hold", default=None, help="a file: once ready (FILE.ready made), wait until it exists")
     return run_member(parser.parse_args(argv))
 
 

@@ -617,7 +617,9 @@ member gives up a partition only inside `consume()` (the timeline shows whose it
 
 A rolling restart of an application would normally cost two rebalances per instance (leave, then
 join). A member can also be given a fixed identity, `group.instance.id`: it is then **static**.
-Three static members, 6-second session timeout; kill `s3` (`SIGKILL`) and restart it at once:
+Three static members, 6-second session timeout; kill `s3` (`SIGKILL`) and restart it at once, as a
+supervisor (systemd, Kubernetes) would. `restart_member` starts the new process first and lets it create
+its consumer the moment the old one is dead, so `s3` is away only while it rejoins, not while Python starts:
 """)
 nb.code("""
 quick_restart = predict.ask("05.static-quick", "s3 (static) is killed and restarted within the session timeout. How "
@@ -629,15 +631,15 @@ if "static" in globals():
     static.stop()                        # run again: a new group, the old members stopped
 static = Group(cluster, events, f"static-{uuid.uuid4().hex[:6]}")
 
-def start_static(name):
-    static.start_member(name, process_ms=20, group_instance_id=f"{name}-{static.group_id}", session_timeout_ms=6000)
+def start_static(name, restart=False):
+    start = static.restart_member if restart else static.start_member
+    start(name, process_ms=20, group_instance_id=f"{name}-{static.group_id}", session_timeout_ms=6000)
 
 for name in ("s1", "s2", "s3"):
     start_static(name)
 first = static.wait_settled(3)
 quick = time.time()
-static.crash_member("s3")
-start_static("s3")                       # back within the session timeout
+start_static("s3", restart=True)         # SIGKILL, and back at once: within the session timeout
 after_quick = static.wait_settled(3)
 quick_end = time.time()
 """)
