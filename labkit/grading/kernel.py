@@ -59,12 +59,13 @@ class KernelSession:
         """``skip``: cells not to run, ``{cell id: source}``, each skipped only while its source is exactly that."""
         from nbclient import NotebookClient
 
-        from ..runtime.kernels import SocketFileKernelManager
+        from ..runtime.kernels import IOPUB_TIMEOUT, SocketFileKernelManager
 
         self.nb = nb
         self.timeout = timeout
         self.skip = dict(skip)
         self._client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                                      iopub_timeout=IOPUB_TIMEOUT,  # the agent's answer may come late, not never
                                       resources={"metadata": {"path": str(cwd)}},
                                       kernel_manager_class=SocketFileKernelManager)  # no TCP port to lose
         # The kernel's own stdout/stderr (warnings, tracebacks of its message loop) are not the learner's

@@ -40,12 +40,19 @@ class SocketFileKernelManager(AsyncKernelManager):
     cleanup_resources = _async_cleanup_resources
 
 
+#: Seconds nbclient waits, once a cell's reply has come, for the output the kernel sent before it (nbclient's
+#: default is 4, and papermill fails the cell when it runs out): on a busy machine that output arrives later, and
+#: a kernel that died is noticed separately, so this only bounds a wait for messages already on their way.
+IOPUB_TIMEOUT = 120.0
+
+
 def run_notebook(source: Path, output: Path, cwd: Path, execution_timeout: Optional[float] = 600) -> None:
     """Execute ``source`` top to bottom with papermill on a :class:`SocketFileKernelManager` kernel into ``output``."""
     import papermill
 
     papermill.execute_notebook(str(source), str(output), cwd=str(cwd), kernel_name="python3", progress_bar=False,
-                               execution_timeout=execution_timeout, kernel_manager_class=SocketFileKernelManager)
+                               execution_timeout=execution_timeout, kernel_manager_class=SocketFileKernelManager,
+                               iopub_timeout=IOPUB_TIMEOUT)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
