@@ -48,7 +48,14 @@ def test_a_group_is_read_while_its_coordinator_moves_back(fresh_cluster, unique)
         cluster.start_broker(first)
         cluster.wait_for_isr("__consumer_offsets", timeout=90)
         ops.elect_preferred(cluster, ["__consumer_offsets"])  # what the controller does within 30 s, now
-        view = groupviz.read_group(cluster, group.group_id)
+        # Every broker's metadata shows the new leader now, but the old coordinator gives the group up a moment
+        # later (its group coordinator resigns after the metadata update, seconds on a busy machine), answering as
+        # its coordinator meanwhile: read until the preferred one answers. A read that keeps raising times out.
+        def from_preferred():
+            view = groupviz.read_group(cluster, group.group_id)
+            return view if view.coordinator == first else None
+
+        view = Wait(f"broker {first} to answer for the group", timeout=60, interval=0.5).until(from_preferred)
     finally:
         group.stop()
     assert interim not in (None, first), f"broker {interim} coordinated the group while broker {first} was dead"
