@@ -108,10 +108,6 @@ class Table:
     #: key -> (partition, offset, value) of its latest value, as the broker acknowledged it
     latest: dict[str, tuple[int, int, bytes]] = field(default_factory=dict)
     deleted: set[str] = field(default_factory=set)
-    #: deleted key -> a moment its tombstone was surely not yet compacted (the start of the last read that still
-    #: found its values, else just before it was written): delete.retention.ms runs from a later moment, the
-    #: cleaning pass that removed those values. The grader's reads lag behind on a busy machine; this does not.
-    uncompacted_at: dict[str, float] = field(default_factory=dict)
     _producer: Any = None
 
     def __post_init__(self) -> None:
@@ -139,13 +135,11 @@ class Table:
 
     def delete(self, ns: Any, customers: list[str]) -> None:
         """The learner's delete_customer, in their kernel, for each customer."""
-        before = time.monotonic()
         left = ns.run(delete_task, self.cluster.bootstrap_servers, self.topic, customers)
         assert left == 0, f"delete_customer returned with {left} records not yet delivered: flush the producer"
         for customer in customers:
             self.latest.pop(customer, None)
             self.deleted.add(customer)
-            self.uncompacted_at[customer] = before
 
     def tick(self) -> None:
         """One filler record in every partition: the segment being written rolls once its time is up."""
@@ -199,12 +193,7 @@ class Table:
 
         def done() -> bool:
             self.tick()
-            started = time.monotonic()
-            found = self.read()
-            for key in self.deleted:
-                if any(r[2] is not None for r in found.get(key, [])):
-                    self.uncompacted_at[key] = started
-            seen["left"] = self.superseded(found)
+            seen["left"] = self.superseded(self.read())
             return not seen["left"]
 
         try:
@@ -220,28 +209,18 @@ class Table:
         return {k: [r[2] for r in found.get(k, [])] == [None] for k in self.deleted}
 
     def watch_tombstones(self, keep_ms: int) -> float:
-        """After compaction: every tombstone readable until 0.7 x keep_ms after its compaction, gone by keep_ms +
-        SLACK. Returns the seconds until the last one went.
-
-        A tombstone found gone counts against the answer only when it surely went too early: less than 0.7 x keep_ms
-        after :attr:`uncompacted_at` (before its compaction) by the end of the read that missed it."""
+        """Right after compaction: every tombstone readable until 0.7 x keep_ms, gone by keep_ms + SLACK.
+        Returns the seconds until the last one went."""
         t0 = time.monotonic()
-        keep = keep_ms / 1000
-
-        def too_early() -> list[tuple[str, float]]:
-            found = self.read()
-            now = time.monotonic()
-            return sorted((k, now - self.uncompacted_at[k]) for k, ok in self.tombstones(found).items()
-                          if not ok and now - self.uncompacted_at[k] < 0.7 * keep)
-
-        missing = too_early()
-        assert not missing, (f"right after compaction a fresh reader finds no tombstone for "
-                             f"{[k for k, _ in missing][:3]}: readers that were behind never learn about the "
-                             f"deletion (they must see it for {keep_ms} ms)")
-        while time.monotonic() < max((self.uncompacted_at[k] for k in self.deleted), default=t0) + 0.7 * keep:
+        present = self.tombstones(self.read())
+        missing = sorted(k for k, ok in present.items() if not ok)
+        assert not missing, (f"right after compaction a fresh reader finds no tombstone for {missing[:3]}: readers "
+                             f"that were behind never learn about the deletion (they must see it for {keep_ms} ms)")
+        while time.monotonic() - t0 < 0.7 * keep_ms / 1000:
             self.tick()
-            gone = too_early()
-            assert not gone, (f"the tombstone of {gone[0][0]!r} was gone at most {gone[0][1]:.1f} s after "
+            found = self.read()
+            gone = sorted(k for k, ok in self.tombstones(found).items() if not ok)
+            assert not gone, (f"the tombstone of {gone[0]!r} was gone {time.monotonic() - t0:.1f} s after "
                               f"compaction; it must stay readable for {keep_ms} ms")
             time.sleep(TICK)
         left: dict[str, Any] = {"keys": sorted(self.deleted)}
