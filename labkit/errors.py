@@ -8,7 +8,7 @@ facts a caller needs (broker id, log path, valid names) as attributes.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 
 class LabkitError(Exception):
@@ -173,15 +173,22 @@ def kafka_error_paragraph(value: BaseException, cell_line: str = "") -> str:
     return f"Kafka said {name}: {said}{where}. {hint}" + (f" {load}" if load else "")
 
 
-def machine_load(tense: str = "was") -> str:
-    """One sentence on how busy this machine is (the 1-minute load average against its cores); ``tense``:
-    "was" after a wait that ran out, "is" for an error just raised. Empty where no load average exists."""
+def load_average() -> Optional[tuple[float, int]]:
+    """This machine's 1-minute load average and its cores; None where no load average exists."""
     import os
 
     try:
-        one = os.getloadavg()[0]
-    except OSError:
+        return os.getloadavg()[0], os.cpu_count() or 1
+    except (AttributeError, OSError):
+        return None
+
+
+def machine_load(tense: str = "was") -> str:
+    """One sentence on how busy this machine is (the 1-minute load average against its cores); ``tense``:
+    "was" after a wait that ran out, "is" for an error just raised. Empty where no load average exists."""
+    measured = load_average()
+    if measured is None:
         return ""
-    cores = os.cpu_count() or 1
+    one, cores = measured
     busy = " — busy: other programs compete for the CPU" if one > cores else ""
     return f"The machine's load average {tense} {one:.1f} on {cores} cores{busy}."

@@ -13,12 +13,11 @@ time it needs before it is judged hung.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional, TypeVar
 
-from .errors import WaitTimeout, machine_load
+from .errors import WaitTimeout, load_average, machine_load
 
 T = TypeVar("T")
 
@@ -64,7 +63,6 @@ SLOW_HINT = ("Run the cell again; if it keeps happening, close other programs (o
              "clusters with cluster.stop()) and check `labkit doctor`.")
 
 
-
 #: The most a busy machine stretches a :class:`Deadline`: ten wall seconds count for one at the least.
 MAX_STRETCH = 10.0
 
@@ -72,11 +70,10 @@ MAX_STRETCH = 10.0
 def machine_share() -> float:
     """The share of a core a runnable process can expect now: the cores over the 1-minute load average, between
     ``1 / MAX_STRETCH`` and 1 (1 where no load average exists)."""
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
+    measured = load_average()
+    if measured is None:
         return 1.0
-    cores = os.cpu_count() or 1
+    load, cores = measured
     return 1.0 if load <= cores else max(1.0 / MAX_STRETCH, cores / load)
 
 
@@ -94,11 +91,11 @@ class Deadline:
         self.seconds = float(seconds)
         self._clock, self._share = clock, share
         self._start = self._last = clock()
-        self._spent = 0.0
+        self._spent, self._rate = 0.0, 1.0
 
     def _advance(self) -> float:
-        now = self._clock()
-        self._spent += (now - self._last) * self._share()
+        now, self._rate = self._clock(), self._share()
+        self._spent += (now - self._last) * self._rate
         self._last = now
         return self._spent
 
@@ -108,7 +105,7 @@ class Deadline:
     def wait_time(self, at_most: float) -> float:
         """Wall seconds to wait before asking :meth:`expired` again: ``at_most``, or less if it expires sooner."""
         left = self.seconds - self._advance()
-        return max(0.0, min(at_most, left / self._share()))
+        return max(0.0, min(at_most, left / self._rate))
 
     @property
     def wall(self) -> float:
