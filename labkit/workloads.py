@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-from .apps.member import (CLASSIC_ONLY, COMMIT_STYLES, EVENT_KINDS, MemberEvent, read_events, record_event,
-                          run_member)
+from .apps.member import (CLASSIC_ONLY, COMMIT_STYLES, EVENT_KINDS, MemberEvent, read_events, ready_file,
+                          record_event, run_member)
 from .errors import LabkitError
 from .runtime.processes import ManagedProcess, scratch_dir
 from .waiting import Wait
@@ -134,6 +134,13 @@ class JavaMember(Member):
         return any(e.kind == "assign" for e in self.events())
 
 
+def _crash(member: Member) -> None:
+    """SIGKILL ``member`` if it runs, and say so in its event log."""
+    if member.alive:
+        member.process.kill()
+        record_event(member.events_file, "killed")
+
+
 class Group:
     """A consumer group whose members are child processes reading ``topic``."""
 
@@ -145,6 +152,8 @@ class Group:
     def start_member(self, name: str, commit: str = "sync", crash_after: Optional[int] = None,
                      batch: int = 20, every_n: int = 10, process_ms: float = 1.0, **config: Any) -> Member:
         """Start a member; ``crash_after`` makes it SIGKILL itself after that many records (mid-batch)."""
+        if name in self.members and self.members[name].alive:
+            raise LabkitError(f"Member {name!r} is already running.", "Stop it first, or use another name.")
         return self._launch(name, None, commit, crash_after, batch, every_n, process_ms, **config)
 
     def restart_member(self, name: str, **options: Any) -> Member:
@@ -158,23 +167,17 @@ class Group:
         if old is None or not old.alive:
             raise LabkitError(f"Member {name!r} is not running.", "Start it with start_member().")
         hold = self.workdir / f"{name}.hold"
-        ready = hold.with_name(hold.name + ".ready")
+        ready = ready_file(hold)
         hold.unlink(missing_ok=True)
         ready.unlink(missing_ok=True)
-        del self.members[name]
-        try:
-            new = self._launch(name, hold, **options)
-        except BaseException:
-            self.members[name] = old
-            raise
+        new = self._launch(name, hold, **options)
         try:
             new.process.wait_ready(f"member {name}'s replacement to be ready", ready.exists, interval=0.02)
         except BaseException:
             new.process.kill()
             self.members[name] = old
             raise
-        old.process.kill()
-        record_event(old.events_file, "killed")
+        _crash(old)
         new.status_file.unlink(missing_ok=True)  # the old process's last report
         hold.touch()
         return new
@@ -183,8 +186,6 @@ class Group:
                 batch: int = 20, every_n: int = 10, process_ms: float = 1.0, **config: Any) -> Member:
         if commit not in COMMIT_STYLES:
             raise LabkitError(f"Unknown commit style {commit!r}.", f"Choose one of: {', '.join(COMMIT_STYLES)}.")
-        if name in self.members and self.members[name].alive:
-            raise LabkitError(f"Member {name!r} is already running.", "Stop it first, or use another name.")
         log, status = self.workdir / f"{name}.log", self.workdir / f"{name}.status.json"
         events = self.workdir / f"{name}.events.jsonl"
         # the cluster's own client settings first (a secured cluster's credentials), then the member's
@@ -243,10 +244,7 @@ class Group:
 
     def crash_member(self, name: str) -> None:
         """SIGKILL: no close, no commit; the group notices only after ``session.timeout.ms``."""
-        m = self.members[name]
-        if m.alive:
-            m.process.kill()
-            record_event(m.events_file, "killed")
+        _crash(self.members[name])
 
     def events(self, since: Optional[float] = None) -> list[MemberEvent]:
         """Every member's rebalance events (dead members included), in time order; ``since``: wall-clock time."""

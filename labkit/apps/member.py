@@ -71,6 +71,11 @@ def record_event(path: Path, kind: str, partitions: Iterable[tuple[str, int]] = 
         fh.write(json.dumps({"t": time.time(), "kind": kind, "partitions": sorted(partitions)}) + "\n")
 
 
+def ready_file(hold: Path) -> Path:
+    """What a member started with ``--hold FILE`` makes once it is ready to create its consumer."""
+    return hold.with_name(hold.name + ".ready")
+
+
 def run_member(args: argparse.Namespace) -> int:  # pragma: no cover - runs in the child process
     """The code every member process runs (lesson 05 shows it): a confluent-kafka consumer, its rebalance
     callbacks, and the consume-process-commit loop in the commit style asked for."""
@@ -99,7 +104,7 @@ def run_member(args: argparse.Namespace) -> int:  # pragma: no cover - runs in t
     events = Path(args.events) if args.events else Path(args.log).with_suffix(".events.jsonl")
     if args.hold:  # started ahead of a restart: ready, and waiting for the word to create its consumer
         hold = Path(args.hold)
-        Path(f"{hold}.ready").touch()
+        ready_file(hold).touch()
         while not hold.exists():
             if stop["now"]:
                 return 0
@@ -166,7 +171,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--crash-after", type=int, default=None)
     parser.add_argument("--config", default="{}")
     parser.add_argument("--events", default=None)
-    parser.add_argument("--hold", default=None, help="a file: once ready (FILE.ready made), wait until it exists")
+    parser.add_argument("--hold", default=None, help="a file: once ready (ready_file(FILE) made), wait until it exists")
     return run_member(parser.parse_args(argv))
 
 
