@@ -37,11 +37,13 @@ def test_a_kafka_error_is_one_paragraph_with_what_it_usually_means():
 def test_a_notebook_cell_shows_a_kafka_error_as_that_paragraph_not_a_trace():
     from nbclient import NotebookClient
 
+    from labkit.runtime.kernels import IOPUB_TIMEOUT
+
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("import labkit\nlabkit.setup_check();"),
                 nbformat.v4.new_code_cell("from confluent_kafka import KafkaError, KafkaException\n"
                                           "raise KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))")]
-    NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=120).execute()
+    NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=120, iopub_timeout=IOPUB_TIMEOUT).execute()
     (error,) = [o for o in nb.cells[1].outputs if o.output_type == "error"]
     assert len(error.traceback) == 1 and "Kafka said UNKNOWN_TOPIC_OR_PART" in error.traceback[0]
     assert "line 2 of the cell" in error.traceback[0] and "cluster.create_topic" in error.traceback[0]
