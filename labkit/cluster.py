@@ -260,7 +260,8 @@ class Cluster:
             state = self.describe_topic(topic)
             return state if all(set(p.isr) == set(p.replicas) for p in state.partitions) else None
 
-        return Wait(f"every replica of {name!r} to be in sync", timeout=timeout, interval=0.25).until(in_sync)
+        return Wait(f"every replica of {name!r} to be in sync", timeout=timeout, interval=0.25, stretch=True).until(
+            in_sync)
 
     def wait_for_new_leader(self, topic: str, partition: int, old_leader: Optional[int],
                             timeout: float = 60.0) -> _admin.TopicState:
@@ -284,8 +285,8 @@ class Cluster:
             return state if settled else None  # a leader just elected may not answer for its offsets yet
 
         what = f"partition {partition} of {topic!r} to get a new leader"
-        Wait(what, timeout=timeout, interval=0.2).until(elected)
-        return Wait(what, timeout=timeout, interval=0.2).until(moved)
+        Wait(what, timeout=timeout, interval=0.2, stretch=True).until(elected)
+        return Wait(what, timeout=timeout, interval=0.2, stretch=True).until(moved)
 
     # ---- services beside the brokers
     def start_schema_registry(self) -> "SchemaRegistry":

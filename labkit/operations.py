@@ -190,7 +190,7 @@ class Reassignment:
                 on_progress(self.progress())
             return self.done()
 
-        Wait(f"the reassignment of {len(self.plan)} partitions", timeout=timeout, interval=interval,
+        Wait(f"the reassignment of {len(self.plan)} partitions", timeout=timeout, interval=interval, stretch=True,
              hint="A low throttle makes it slow; progress() shows the bytes each joining replica has.").until(finished)
         self.seconds = time.monotonic() - self.started
         return self.seconds
@@ -199,7 +199,7 @@ class Reassignment:
         """``kafka-reassign-partitions --verify`` (which removes the throttles once it is complete); returns
         when no live broker reports a replication throttle any more."""
         self.cluster.tool("kafka-reassign-partitions", "--reassignment-json-file", str(self.file), "--verify")
-        Wait("every broker to drop its replication throttle", timeout=timeout, interval=0.3).until(
+        Wait("every broker to drop its replication throttle", timeout=timeout, interval=0.3, stretch=True).until(
             lambda: not any(throttles(self.cluster).values()))
 
 
@@ -393,7 +393,8 @@ def finalize(cluster: "ClusterLike", release: str, version: Optional[str] = None
         done = len(levels) == 1 and views[0].loc["metadata.version", "finalized"].startswith(release)
         return views[:1] if done else None
 
-    return Wait(f"every broker to report the features of {release}", timeout=timeout, interval=0.5).until(agreed)[0]
+    return Wait(f"every broker to report the features of {release}", timeout=timeout, interval=0.5,
+                stretch=True).until(agreed)[0]
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,11 @@ busy machine is the usual reason a wait runs out) and what to try, then whatever
 evidence the caller can add.
 
 A :class:`Deadline` is the bound on work that may hang (a learner's call the grader
-made): its seconds are a quiet machine's, so a busy machine gives correct work the
-time it needs before it is judged hung.
+made, a JVM starting): its seconds are a quiet machine's, so a busy machine gives
+correct work the time it needs before it is judged hung. A :class:`Wait` counts them
+so with ``stretch=True``: for what this machine's CPU does and only gets slower when
+it is busy (a broker starting, every broker applying a change), never for a wait
+whose running out is a grader's verdict on a wrong answer.
 """
 
 from __future__ import annotations
@@ -34,9 +37,11 @@ class Wait:
     evidence: Optional[Callable[[], str]] = None
     #: Called on every poll; may raise to abort the wait early (e.g. a process died).
     check: Optional[Callable[[], None]] = None
+    #: Count ``timeout`` in a quiet machine's seconds (a :class:`Deadline`) rather than wall seconds.
+    stretch: bool = False
 
     def until(self, condition: Callable[[], T]) -> T:
-        deadline = time.monotonic() + self.timeout
+        deadline = Deadline(self.timeout) if self.stretch else Deadline(self.timeout, share=_every_second)
         last: str = "nothing yet"
         while True:
             if self.check is not None:
@@ -50,17 +55,22 @@ class Wait:
                 if result:
                     return result
                 last = repr(result)
-            if time.monotonic() >= deadline:
+            if deadline.expired():
                 extra = self.evidence() if self.evidence is not None else ""
                 raise WaitTimeout(
-                    f"Timed out after {self.timeout:.0f} s waiting for {self.what} (last seen: {last}). "
+                    f"Timed out after {deadline} waiting for {self.what} (last seen: {last}). "
                     f"{machine_load()}", self.hint or SLOW_HINT, evidence=extra)
-            time.sleep(min(self.interval, max(0.0, deadline - time.monotonic())))
+            time.sleep(deadline.wait_time(self.interval))
 
 
 #: What to try when a wait ran out and its caller had nothing more specific to say.
 SLOW_HINT = ("Run the cell again; if it keeps happening, close other programs (or stop other notebooks' "
              "clusters with cluster.stop()) and check `labkit doctor`.")
+
+
+def _every_second() -> float:
+    """The share of a :class:`Deadline` that counts wall seconds: every one counts in full."""
+    return 1.0
 
 
 #: The most a busy machine stretches a :class:`Deadline`: ten wall seconds count for one at the least.
@@ -113,7 +123,7 @@ class Deadline:
         return self._clock() - self._start
 
     def __str__(self) -> str:
-        """'60 s', or '60 s (412 s of wall time: the machine was busy)' once it ran longer than its seconds."""
+        """'60 s', or '60 s (412 s of wall time: the machine was busy)' once a busy machine stretched it."""
         wall = self.wall
-        stretched = f" ({wall:.0f} s of wall time: the machine was busy)" if wall > self.seconds + 1 else ""
+        stretched = f" ({wall:.0f} s of wall time: the machine was busy)" if wall > self._spent + 1 else ""
         return f"{self.seconds:.0f} s{stretched}"

@@ -18,6 +18,10 @@ import pytest
 from _pytest.junitxml import xml_key
 
 REPO = Path(__file__).resolve().parent.parent
+#: pytest's bound on a test that grades a notebook for real: a backstop for a grader that hangs. It sits above the
+#: grader's own bounds (on learner code, on its drills), which count a quiet machine's seconds
+#: (labkit.waiting.Deadline) and so last up to ten times longer on a busy machine -- make test's workers make it one.
+GRADING_TIMEOUT = 1800
 OUTPUT = REPO / "test-output"
 #: Lessons executed in a real browser (test_browser.py) instead of papermill, and the text each must show
 #: rendered (a prediction's widget, the metrics panel); an empty tuple: plotly figures only.

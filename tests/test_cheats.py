@@ -8,6 +8,7 @@ import importlib
 import nbformat
 import pytest
 
+from conftest import GRADING_TIMEOUT
 from labkit import grading
 
 EXERCISES = grading.all_exercise_ids()
@@ -35,6 +36,7 @@ def test_every_exercise_has_a_cheat():
 
 
 @pytest.mark.notebook
+@pytest.mark.timeout(GRADING_TIMEOUT)
 @pytest.mark.parametrize("ex_id,cheat", _cheats())
 def test_a_cheat_earns_nothing_on_what_it_targets(ex_id, cheat, tmp_path, output_dir):
     path = tmp_path / f"{ex_id}.ipynb"

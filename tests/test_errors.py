@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -24,6 +27,23 @@ def test_a_wait_that_runs_out_says_what_it_saw_how_busy_the_machine_was_and_what
     assert first.startswith("Timed out after 0 s waiting for the answer (last seen: False).")
     assert "load average was" in first and "cores" in first and "Run the cell again" in first
     assert evidence == "broker 2: no answer"
+
+
+def test_a_stretched_wait_gives_a_busy_machine_the_time_a_quiet_one_would_take(monkeypatch):
+    """A broker starting is this machine's CPU work: its wait counts a quiet machine's seconds (stretch=True).
+    Any other wait counts wall seconds: on a machine this busy it runs out ten times sooner."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (20.0, 20.0, 20.0))  # a tenth of a core for each runnable process
+    ready_at = time.monotonic() + 1.0
+    with pytest.raises(WaitTimeout) as raised:  # gave up before the broker was ready
+        Wait("the broker", timeout=0.2, interval=0.05).until(lambda: time.monotonic() >= ready_at)
+    assert str(raised.value).startswith("Timed out after 0 s waiting for the broker")
+    assert Wait("the broker", timeout=0.2, interval=0.05, stretch=True).until(lambda: time.monotonic() >= ready_at)
+    with pytest.raises(WaitTimeout) as raised:
+        Wait("the broker", timeout=0.2, interval=0.05, stretch=True).until(lambda: False)
+    assert time.monotonic() - ready_at >= 1.8, "0.2 s of a quiet machine are 2 wall seconds here"
+    assert re.match(r"Timed out after 0 s \(\d+ s of wall time: the machine was busy\) waiting for the broker "
+                    r"\(last seen: False\)\.", str(raised.value))
 
 
 def test_a_kafka_error_is_one_paragraph_with_what_it_usually_means():

@@ -8,7 +8,7 @@ import json
 import nbformat
 import pytest
 
-from conftest import REPO
+from conftest import GRADING_TIMEOUT, REPO
 from labkit import grading
 
 EXERCISES = [e["id"] for e in grading.exercise_index()]
@@ -39,6 +39,7 @@ def _grade(path, output_dir, name):
 
 
 @pytest.mark.notebook
+@pytest.mark.timeout(GRADING_TIMEOUT)
 @pytest.mark.parametrize("ex_id", EXERCISES)
 def test_reference_solution_scores_full_marks(ex_id, tmp_path, output_dir):
     reference = tmp_path / f"{ex_id}.ipynb"
@@ -50,6 +51,7 @@ def test_reference_solution_scores_full_marks(ex_id, tmp_path, output_dir):
 
 
 @pytest.mark.notebook
+@pytest.mark.timeout(GRADING_TIMEOUT)
 @pytest.mark.parametrize("ex_id", EXERCISES)
 def test_untouched_learner_copy_scores_zero(ex_id, tmp_path, output_dir):
     copy = tmp_path / f"{ex_id}.ipynb"

@@ -210,7 +210,8 @@ def run_drill(ns: Any, rng: random.Random) -> DrillResult:
                "a checkpoint of the group past the backlog", 40)
         time.sleep(rng.uniform(0.0, 1.5))
         consumers.crash()                              # the application dies first ...
-        _until(lambda: _checkpointed(primary, dr, alias, group, topic), "checkpoint of the group's last commits", 60)
+        _until(lambda: _checkpointed(primary, dr, alias, group, topic), "checkpoint of the group's last commits", 60,
+               evidence=flow.status)
         time.sleep(rng.uniform(0.4, 1.2))              # ... orders keep coming for a moment, and reach dr ...
         feeder.stop.set()
         feeder.join(10)
@@ -279,30 +280,40 @@ def _delete_oldest(cluster: Any, topic: str, rng: random.Random) -> None:
         future.result()
 
 
-def _checkpointed(primary: Any, dr: Any, alias: str, group: str, topic: str) -> bool:
+def _checkpointed(primary: Any, dr: Any, alias: str, group: str, topic: str) -> tuple[bool, str]:
     """Whether dr holds the checkpoint of the group's last commit on every partition: its upstream offset is the
     commit, or the same offset sync translates both (MirrorMaker emits a checkpoint only when its downstream
     offset moves). On a busy machine checkpoints lag by seconds of the group's work; a drill judged on a stale
-    one cannot tell a consumer that starts at primary's offsets from one that starts at the translated ones."""
+    one cannot tell a consumer that starts at primary's offsets from one that starts at the translated ones.
+    Also says what it saw, for the message if the checkpoint never comes."""
     from labkit.services.mirror import committed, read_checkpoints, read_offset_syncs, remote_topic
 
     final = committed(primary, group, topic)
     syncs = [s for s in read_offset_syncs(primary, "dr") if s.topic == topic]
     latest = {cp.partition: cp.upstream_offset for cp in read_checkpoints(dr, alias, group) if cp.topic == remote_topic(alias, topic)}
-    for partition, offset in final.items():
+    behind = []
+    for partition, offset in sorted(final.items()):
         base = max((s.upstream_offset for s in syncs if s.partition == partition and s.upstream_offset <= offset),
                    default=None)
         seen = latest.get(partition)
         if seen is None or not (seen == offset or (base is not None and base <= seen <= offset)):
-            return False
-    return bool(final)
+            behind.append(f"partition {partition}: committed {offset}, last offset sync at or before it {base}, "
+                          f"checkpointed {seen}")
+    return bool(final) and not behind, "; ".join(behind) or "no commit of the group on primary"
 
 
-def _until(condition: Any, what: str, timeout: float) -> None:
+def _until(condition: Any, what: str, timeout: float, evidence: Any = None) -> None:
+    """Poll ``condition`` (a bool, or a bool and what it saw) for at most ``timeout`` of a quiet machine's seconds;
+    ``evidence()`` adds to the message if it runs out."""
     deadline = Deadline(timeout)
-    while not condition():
+    while True:
+        got = condition()
+        ok, seen = got if isinstance(got, tuple) else (got, "")
+        if ok:
+            return
         if deadline.expired():
-            raise RuntimeError(f"the drill's own {what} did not happen within {deadline}")
+            seen = "; ".join(str(x) for x in (seen, evidence() if evidence is not None else "") if x)
+            raise RuntimeError(f"the drill's own {what} did not happen within {deadline}" + (f" ({seen})" if seen else ""))
         time.sleep(0.2)
 
 

@@ -94,7 +94,7 @@ def start_background(profile: str, sets: list[str], timeout: float = 180.0,
             raise LabkitError(f"The lab cluster did not start:\n{log_path.read_text()[-2000:]}", f"See {log_path}.")
 
     try:
-        return Wait(f"the shared {profile} cluster to start", timeout=timeout, interval=0.2, check=exited,
+        return Wait(f"the shared {profile} cluster to start", timeout=timeout, interval=0.2, stretch=True, check=exited,
                     hint=f"See {log_path}.").until(read_state)
     except WaitTimeout:
         proc.terminate()

@@ -262,7 +262,7 @@ class OwnedCluster(Cluster, Generic[N]):
             self._launch(node)
             node.broker.state = "running"
         if wait:
-            Wait(f"broker {broker_id} to rejoin the cluster", timeout=timeout, interval=0.25,
+            Wait(f"broker {broker_id} to rejoin the cluster", timeout=timeout, interval=0.25, stretch=True,
                  check=lambda: self._check_alive([node]),
                  evidence=lambda: self._evidence([node])).until(lambda: self._rejoined(node.broker))
             agreement.agree(self, f"broker {broker_id} registered again", agreement.broker_listed(self, broker_id),
@@ -312,7 +312,7 @@ class OwnedCluster(Cluster, Generic[N]):
             return ids >= expected and all(self._serving(node) for node in nodes)
 
         Wait(f"all {len(expected)} brokers to register", timeout=self.start_timeout, interval=self.poll_interval,
-             hint=self.start_hint, check=lambda: self._check_alive(nodes),
+             stretch=True, hint=self.start_hint, check=lambda: self._check_alive(nodes),
              evidence=lambda: self._evidence(nodes)).until(registered)
 
     def _serving(self, node: N) -> bool:

@@ -144,7 +144,7 @@ class Topology:
                                   version or self._most_common_version())
             self._launch(node, format_storage=True)  # type: ignore[attr-defined]
             node.broker.state = "running"
-        Wait(f"broker {node_id} to bind its listeners", timeout=timeout, interval=0.1,  # listed comes first
+        Wait(f"broker {node_id} to bind its listeners", timeout=timeout, interval=0.1, stretch=True,  # listed first
              check=lambda: self._check_alive([node]), evidence=lambda: self._evidence([node])  # type: ignore[attr-defined]
              ).until(lambda: self._serving(node))  # type: ignore[attr-defined]
         agreement.agree(self, f"broker {node_id} registered", agreement.broker_listed(self, node_id),  # type: ignore[arg-type]
@@ -203,7 +203,7 @@ class Topology:
         # own properties (KIP-853); the request goes to the controllers.
         run_tool("kafka-metadata-quorum", "--bootstrap-controller", self._controller_bootstrap(),
                  "--command-config", str(node.dir / "server.properties"), "add-controller", cluster=self)  # type: ignore[arg-type]
-        Wait(f"node {broker_id} among the voters", timeout=timeout, interval=0.5).until(
+        Wait(f"node {broker_id} among the voters", timeout=timeout, interval=0.5, stretch=True).until(
             lambda: broker_id in self.voters())
 
     def remove_controller(self, broker_id: int, timeout: float = 60.0) -> None:
@@ -214,7 +214,7 @@ class Topology:
         run_tool("kafka-metadata-quorum", "--bootstrap-controller", self._controller_bootstrap(), "remove-controller",
                  "--controller-id", str(broker_id), "--controller-directory-id", directory, cluster=self)  # type: ignore[arg-type]
         self._directory_ids().pop(broker_id, None)
-        Wait(f"node {broker_id} out of the voters", timeout=timeout, interval=0.5).until(
+        Wait(f"node {broker_id} out of the voters", timeout=timeout, interval=0.5, stretch=True).until(
             lambda: broker_id not in self.voters())
 
     def voters(self) -> dict[int, str]:

@@ -148,13 +148,15 @@ def routed_configs(cluster: ClusterLike, broker: BrokerLike, resources: list[Con
 
 
 def agree(cluster: ClusterLike, what: str, holds: Callable[[BrokerLike], Verdict], timeout: float = 60.0,
-          brokers: Optional[list[BrokerLike]] = None, hint: str = "", together: bool = False) -> None:
+          brokers: Optional[list[BrokerLike]] = None, hint: str = "", together: bool = False,
+          stretch: bool = True) -> None:
     """Return once ``holds(broker)`` is true for every live broker (each asked until it is, then left alone).
 
     ``together``: true for all of them in one round of asking. For a state that a broker behind the others can
     show from *before* a change and lose as it catches up (an ISR whole before a broker died, shrunk while it was
     away, whole again once it is back): a restarted or thawed broker answers from its old metadata at first.
-    On timeout, :class:`~labkit.errors.WaitTimeout` says which brokers disagree and what each showed last.
+    ``stretch``: ``timeout`` counts a quiet machine's seconds (applying a change is this machine's CPU work, slower
+    when it is busy); False for a state a wrong answer never reaches, where running out is the verdict. On timeout, :class:`~labkit.errors.WaitTimeout` says which brokers disagree and what each showed last.
     """
     everybody = {b.id: b for b in (brokers if brokers is not None else live_brokers(cluster))}
     pending = dict(everybody)
@@ -174,7 +176,7 @@ def agree(cluster: ClusterLike, what: str, holds: Callable[[BrokerLike], Verdict
                 del pending[broker_id]  # killed or paused meanwhile: it learns when it comes back
         return not pending
 
-    Wait(f"every live broker to agree: {what}", timeout=timeout, interval=0.05,
+    Wait(f"every live broker to agree: {what}", timeout=timeout, interval=0.05, stretch=stretch,
          hint=hint or "The brokers apply the metadata log in turn; on a very busy machine that takes a while.",
          evidence=lambda: "; ".join(f"broker {b}: {seen.get(b, 'no answer yet')}" for b in sorted(pending))
          ).until(everyone)

@@ -288,7 +288,7 @@ class ManagedProcess:
             self._state = "paused"
             if self._proc is not None:
                 pid = self._proc.pid
-                Wait(f"{self.name} (pid {pid}) to stop", timeout=timeout, interval=0.01).until(
+                Wait(f"{self.name} (pid {pid}) to stop", timeout=timeout, interval=0.01, stretch=True).until(
                     lambda: thread_states(pid) <= STOPPED | GONE)
 
     def resume(self, timeout: float = 30.0) -> None:
@@ -298,7 +298,7 @@ class ManagedProcess:
             self._state = "running"
             if self._proc is not None:
                 pid = self._proc.pid
-                Wait(f"{self.name} (pid {pid}) to run again", timeout=timeout, interval=0.01).until(
+                Wait(f"{self.name} (pid {pid}) to run again", timeout=timeout, interval=0.01, stretch=True).until(
                     lambda: not (thread_states(pid) & STOPPED))
 
     # ---------------------------------------------------------------- waiting and evidence
@@ -322,10 +322,11 @@ class ManagedProcess:
                                     log_tail=self.tail(30))
 
     def wait_ready(self, what: str, condition: Callable[[], T], timeout: float = 60.0, interval: float = 0.2,
-                   hint: str = "") -> T:
-        """Poll ``condition`` until truthy; raise at once if the process exits, with its log on timeout."""
+                   hint: str = "", stretch: bool = False) -> T:
+        """Poll ``condition`` until truthy; raise at once if the process exits, with its log on timeout.
+        ``stretch``: count a quiet machine's seconds (:class:`~labkit.waiting.Wait`), for the process starting."""
         return Wait(what, timeout=timeout, interval=interval, hint=hint or f"The log of {self.name} may say why.",
-                    check=self.check_alive, evidence=self.evidence).until(condition)
+                    check=self.check_alive, evidence=self.evidence, stretch=stretch).until(condition)
 
     # ---------------------------------------------------------------- internals
     def _signal(self, sig: signal.Signals) -> None:

@@ -263,7 +263,7 @@ class ConnectWorker:
         """Wait until the worker has joined its Connect cluster and read its configs (``GET /health`` 200)."""
         if self.ready_seconds is None:
             self.process.wait_ready("the Connect worker to be ready (GET /health = 200)", self._healthy,
-                                    timeout=timeout, interval=0.1,
+                                    timeout=timeout, interval=0.1, stretch=True,
                                     hint="A worker waits for its internal topics: is the cluster up?")
             self.ready_seconds = time.monotonic() - self.started_at
             log.info("Connect worker ready on port %d in %.1f s", self.port, self.ready_seconds)

@@ -194,7 +194,7 @@ class Mirror:
         def there() -> bool:
             return remote in self.target.topics() and len(self.target.describe_topic(remote)) >= want
 
-        Wait(f"{remote!r} on the target with {want} partitions", timeout=timeout, interval=0.25,
+        Wait(f"{remote!r} on the target with {want} partitions", timeout=timeout, interval=0.25, stretch=True,
              hint="mirror.status() shows the connectors; worker.log() says more.").until(there)
         return remote
 
@@ -218,7 +218,7 @@ class Mirror:
     def wait_caught_up(self, topic: str, timeout: float = 60.0) -> None:
         """Wait until every record ``topic`` has now on the source is on the target (see :meth:`behind`)."""
         remote = self.remote_topic(topic)
-        Wait(f"{remote!r} to hold every record of {topic!r}", timeout=timeout, interval=0.25,
+        Wait(f"{remote!r} to hold every record of {topic!r}", timeout=timeout, interval=0.25, stretch=True,
              evidence=lambda: f"records not replicated yet, per partition: {self.behind(topic)}").until(
             lambda: remote in self.target.topics() and not self.behind(topic))
 

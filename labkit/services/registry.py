@@ -206,7 +206,7 @@ def start(cluster: Any, timeout: float = 120.0) -> SchemaRegistry:
     registry = SchemaRegistry(process, port)
     t0 = time.monotonic()
     process.wait_ready("the schema registry to answer", lambda: answers(f"http://127.0.0.1:{port}/health/ready"),
-                       timeout=timeout, interval=0.1)
+                       timeout=timeout, interval=0.1, stretch=True)
     log.info("schema registry ready on port %d in %.1f s", port, time.monotonic() - t0)
     status, body = registry.request("PUT", "/config", {"compatibility": DEFAULT_COMPATIBILITY})
     if status != 200:

@@ -106,7 +106,7 @@ class Faults:
             ok = all(len(p.isr) == (size if size is not None else len(p.replicas)) for p in chosen)
             return list(chosen[-1].isr) if ok and chosen else None
 
-        return Wait(what, timeout=timeout, interval=0.25).until(reached)
+        return Wait(what, timeout=timeout, interval=0.25, stretch=True).until(reached)
 
     # ---------------------------------------------------------------- repairing
     def heal(self, timeout: float = 90.0) -> None:
