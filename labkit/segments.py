@@ -63,6 +63,9 @@ class Batch:
     size: int
     compression: str
     records: list[StoredRecord] = field(default_factory=list)
+    #: When the log cleaner may remove this batch's tombstones (epoch ms): set by the first cleaning that kept
+    #: them, to its start plus the topic's ``delete.retention.ms`` (KIP-534); None until then.
+    delete_horizon_ms: Optional[int] = None
 
 
 def partition_dir(cluster: "OwnedClusterLike", topic: str, partition: int = 0, broker_id: Optional[int] = None) -> Path:
@@ -112,7 +115,7 @@ def parse_dump(text: str) -> list[Batch]:
                 base_sequence=int(f["baseSequence"]), last_sequence=int(f["lastSequence"]),
                 transactional=f["isTransactional"] == "true", control=f["isControl"] == "true",
                 position=int(f["position"]), create_time=int(f["CreateTime"]), size=int(f["size"]),
-                compression=f.get("compresscodec", "none")))
+                compression=f.get("compresscodec", "none"), delete_horizon_ms=_optional_long(f.get("deleteHorizonMs"))))
         elif line.startswith("| offset:") and batches:
             head, _, payload = line.partition(" payload: ")
             head, _, key = head.partition(" key: ")
@@ -124,6 +127,12 @@ def parse_dump(text: str) -> list[Batch]:
                 payload=payload if " payload: " in line else None,
                 sequence=int(f.get("sequence", -1)), marker=marker))
     return batches
+
+
+def _optional_long(text: Optional[str]) -> Optional[int]:
+    """``OptionalLong[1795408529753]`` -> 1795408529753; ``OptionalLong.empty`` (or nothing) -> None."""
+    found = re.fullmatch(r"OptionalLong\[(-?\d+)\]", text or "")
+    return int(found.group(1)) if found else None
 
 
 def dump_segment(cluster: "OwnedClusterLike", path: Path | str) -> list[Batch]:

@@ -8,7 +8,7 @@ from labkit import segments
 
 DUMP = """Dumping /tmp/x/orders-0/00000000000000000000.log
 Log starting offset: 0
-baseOffset: 0 lastOffset: 1 count: 2 baseSequence: 0 lastSequence: 1 producerId: 7 producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: true isControl: false deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1795408529753 size: 90 magic: 2 compresscodec: lz4 crc: 1 isvalid: true
+baseOffset: 0 lastOffset: 1 count: 2 baseSequence: 0 lastSequence: 1 producerId: 7 producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: true isControl: false deleteHorizonMs: OptionalLong[1795408536000] position: 0 CreateTime: 1795408529753 size: 90 magic: 2 compresscodec: lz4 crc: 1 isvalid: true
 | offset: 0 CreateTime: 1795408529753 keySize: 2 valueSize: 11 sequence: 0 headerKeys: [] key: k0 payload: hello world
 | offset: 1 CreateTime: 1795408529753 keySize: -1 valueSize: 2 sequence: 1 headerKeys: [] payload: v1
 baseOffset: 2 lastOffset: 2 count: 1 baseSequence: -1 lastSequence: -1 producerId: 7 producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: true isControl: true deleteHorizonMs: OptionalLong.empty position: 90 CreateTime: 1795408529800 size: 78 magic: 2 compresscodec: none crc: 2 isvalid: true
@@ -25,6 +25,7 @@ def test_parse_dump_reads_batches_records_and_markers():
     assert first.records[0].key == "k0" and first.records[0].payload == "hello world"
     assert first.records[1].key is None and first.records[1].payload == "v1"
     assert marker.control and marker.records[0].marker == "COMMIT"
+    assert (first.delete_horizon_ms, marker.delete_horizon_ms) == (1795408536000, None), "set by a cleaning, or not"
     frame = segments.batches_frame(batches)
     assert list(frame.base_offset) == [0, 2] and list(frame.control) == [False, True]
 
@@ -133,3 +134,40 @@ def test_the_index_model_finds_what_the_broker_finds(cluster, unique):
             assert seg.lookup_time(ts).offset == found.offset
     finally:
         consumer.close()
+
+
+@pytest.mark.integration
+def test_a_compacted_tombstone_carries_the_delete_horizon_its_cleaning_stamped(cluster, unique):
+    """The first cleaning that keeps a tombstone stamps its batch with that cleaning's start plus the topic's
+    delete.retention.ms (KIP-534); the cleaner's lines are in the broker's log-cleaner.log."""
+    import time
+
+    from labkit.waiting import Wait
+
+    topic = cluster.create_topic(unique("horizon"), partitions=1, replication_factor=1, config={
+        "cleanup.policy": "compact", "segment.ms": 100, "min.cleanable.dirty.ratio": 0.01,
+        "delete.retention.ms": 60_000})
+    leader = cluster.describe_topic(topic)[0].leader
+    cluster.alter_configs("broker", str(leader), {"log.cleaner.backoff.ms": 500})
+    try:
+        producer = cluster.producer()
+        delivered = []
+        written = time.time() * 1000
+        for value in (b"v1", b"v2", None):
+            producer.produce(topic, key=b"k", value=value, on_delivery=lambda err, msg: delivered.append(msg.offset()))
+        assert producer.flush(10) == 0
+        tombstone = delivered[-1]
+
+        def compacted() -> bool:  # a record more rolls the segment holding the tombstone: the cleaner may take it
+            producer.produce(topic, key=b"filler", value=b"x")
+            producer.flush(10)
+            return [r.value for r in cluster.read_all(topic) if r.key == b"k"] == [None]
+
+        Wait("the cleaner to remove k's values", timeout=60, interval=0.3).until(compacted)
+        [batch] = [b for b in segments.dump_partition(cluster, topic) if b.base_offset <= tombstone <= b.last_offset]
+        assert batch.delete_horizon_ms is not None
+        assert written + 60_000 <= batch.delete_horizon_ms <= time.time() * 1000 + 60_000, \
+            "a cleaning between the write and now, plus delete.retention.ms"
+        assert cluster.broker_log(leader, file="log-cleaner", grep=f"Beginning cleaning of log {topic}-0")
+    finally:
+        cluster.alter_configs("broker", str(leader), {"log.cleaner.backoff.ms": 15_000})  # Kafka's default
