@@ -360,7 +360,7 @@ def alter_configs(cluster: ClusterLike, kind: str, name: str, settings: Mapping[
         have = describe_configs(cluster.admin(), "broker", name, timeout=5)
         return all(have.get(k) == v for k, v in wanted.items())
 
-    Wait(f"broker {name} to report {wanted}", timeout=timeout, interval=0.05).until(applied)
+    Wait(f"broker {name} to report {wanted}", timeout=timeout, interval=0.05, stretch=True).until(applied)
 
 
 def describe_configs(admin: AdminClient, kind: str, name: str, timeout: float = 15.0) -> dict[str, str]:

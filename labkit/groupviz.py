@@ -67,7 +67,7 @@ def read_group(cluster: "Cluster", group_id: str, timeout: float = 20.0) -> Grou
         return view
 
     view = Wait(f"consumer group {group_id!r} to be read from its coordinator", timeout=timeout, interval=0.25,
-                hint="A broker may still be starting or taking over the group: run the cell again.").until(answered)
+                stretch=True, hint="A broker may still be starting or taking over the group: run the cell again.").until(answered)
     if isinstance(view, _Unreadable):
         raise LabkitError(f"Consumer group {group_id!r} could not be read ({view.said}).",
                           "Check the group id; a group exists once a member joined or committed.")

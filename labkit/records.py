@@ -62,7 +62,7 @@ def read_all(cluster: "ClusterLike", topic: str, timeout: float = 30.0, isolatio
         ends = {}
         for p in state.partitions:
             # a leader elected a moment ago answers OFFSET_NOT_AVAILABLE until its high watermark caught up
-            low, high = Wait(f"the offsets of {topic}-{p.partition}", timeout=timeout, interval=0.2).until(
+            low, high = Wait(f"the offsets of {topic}-{p.partition}", timeout=timeout, interval=0.2, stretch=True).until(
                 lambda p=p: consumer.get_watermark_offsets(TopicPartition(topic, p.partition), timeout=10))
             if high > low:
                 ends[p.partition] = high

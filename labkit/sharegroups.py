@@ -254,13 +254,13 @@ class ShareGroup:
             return None
 
         return Wait(f"{members} members of share group {self.group_id!r} to join", timeout=timeout, interval=0.2,
-                    evidence=self._evidence, hint=f"The members' errors are in {self.workdir}/<name>.err.").until(steady)
+                    stretch=True, evidence=self._evidence, hint=f"The members' errors are in {self.workdir}/<name>.err.").until(steady)
 
     def wait_done(self, ids: Iterable[str], timeout: float = 60.0) -> int:
         """Wait until every job of ``ids`` was done successfully by some member; returns how many they are."""
         wanted = set(ids)
         return Wait(f"{len(wanted)} jobs done by share group {self.group_id!r}", timeout=timeout, interval=0.2,
-                    evidence=lambda: f"{len(wanted & set(self.processed()))} done\n{self._evidence()}").until(
+                    stretch=True, evidence=lambda: f"{len(wanted & set(self.processed()))} done\n{self._evidence()}").until(
             lambda: len(wanted) if wanted <= set(self.processed()) else None)
 
     def wait_idle(self, quiet: float = 2.0, timeout: float = 60.0) -> int:
@@ -274,7 +274,7 @@ class ShareGroup:
                 seen["n"], seen["since"] = n, time.monotonic()
             return len(ds) if time.monotonic() - seen["since"] >= quiet else None
 
-        return Wait(f"share group {self.group_id!r} to go quiet", timeout=timeout, interval=0.2,
+        return Wait(f"share group {self.group_id!r} to go quiet", timeout=timeout, interval=0.2, stretch=True,
                     evidence=self._evidence).until(idle)
 
     def _evidence(self) -> str:

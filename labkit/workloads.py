@@ -269,7 +269,7 @@ class Group:
             return n if n >= count else 0
 
         return Wait(f"{count} records to be processed by group {self.group_id!r}", timeout=timeout, interval=0.2,
-                    evidence=lambda: f"{len(self.processed())} processed so far\n{self._evidence()}",
+                    stretch=True, evidence=lambda: f"{len(self.processed())} processed so far\n{self._evidence()}",
                     hint="Are the members running and is the topic being written to?").until(done)
 
     def wait_idle(self, member: Optional[str] = None, quiet: float = 2.0, timeout: float = 60.0) -> int:
@@ -295,7 +295,7 @@ class Group:
             return (len(self.processed()),)
 
         return Wait(f"group {self.group_id!r} to go quiet for {quiet:g} s", timeout=timeout, interval=0.2,
-                    evidence=self._evidence).until(quiet_now)[0]
+                    stretch=True, evidence=self._evidence).until(quiet_now)[0]
 
     def wait_settled(self, members: int, timeout: float = 60.0, quiet: float = 4.0,
                      partitions: Optional[int] = None) -> dict[str, list[tuple[str, int]]]:
@@ -332,7 +332,7 @@ class Group:
                     f"Start the missing members first; a member's errors are in {self.workdir}/<name>.err.")
 
         return Wait(f"group {self.group_id!r} to settle with {members} members owning {partitions} partitions",
-                    timeout=timeout, interval=0.2, check=running, evidence=self._evidence,
+                    timeout=timeout, interval=0.2, stretch=True, check=running, evidence=self._evidence,
                     hint="A rebalance waits for every member to call poll() again: a member busy with a long "
                          "batch delays it. Raise timeout, or see the members' .err files.").until(stable)
 
@@ -359,7 +359,7 @@ class Group:
             return now if len({tp for parts in now.values() for tp in parts}) >= partitions else None
 
         return Wait(f"{', '.join(names)} to own {partitions} partitions of {self.topic!r}", timeout=timeout,
-                    interval=0.1, evidence=self._evidence).until(taken)
+                    interval=0.1, stretch=True, evidence=self._evidence).until(taken)
 
     def wait_dead(self, name: str, timeout: float = 60.0) -> None:
         if self.members[name].process.wait(timeout) is None:

@@ -322,9 +322,10 @@ class ManagedProcess:
                                     log_tail=self.tail(30))
 
     def wait_ready(self, what: str, condition: Callable[[], T], timeout: float = 60.0, interval: float = 0.2,
-                   hint: str = "", stretch: bool = False) -> T:
+                   hint: str = "", stretch: bool = True) -> T:
         """Poll ``condition`` until truthy; raise at once if the process exits, with its log on timeout.
-        ``stretch``: count a quiet machine's seconds (:class:`~labkit.waiting.Wait`), for the process starting."""
+        ``timeout`` counts a quiet machine's seconds (:class:`~labkit.waiting.Wait`): this process's own work;
+        ``stretch=False`` for a wait whose running out is a grader's verdict."""
         return Wait(what, timeout=timeout, interval=interval, hint=hint or f"The log of {self.name} may say why.",
                     check=self.check_alive, evidence=self.evidence, stretch=stretch).until(condition)
 

@@ -341,6 +341,6 @@ def commit_offsets(cluster: "ClusterLike", group: str, topic: str, offsets: Mapp
             raise KafkaException(refused[0])
         return True
 
-    Wait(f"group {group!r} on {topic!r} to take its new offsets", timeout=timeout, interval=0.5,
+    Wait(f"group {group!r} on {topic!r} to take its new offsets", timeout=timeout, interval=0.5, stretch=True,
          hint="A group's offsets can only be set while it has no members (a dead one counts until its session "
               "times out).").until(accepted)

@@ -135,7 +135,8 @@ def wait_caught_up(app: App, timeout: float = 120.0) -> "pd.DataFrame":
         raise StreamsAppError(f"{app.name} has no instance.", "Start one: app.add_instance().")
     try:
         running[0].process.wait_ready(f"{app.name} to process everything", done, timeout=timeout, interval=0.2,
-                                      hint="app.lag() shows where it stands.")
+                                      hint="app.lag() shows where it stands.",
+                                      stretch=False)  # a grader's verdict on a learner's topology too
     except LabkitError:
         failed = [i for i in app.instances if i.error and not i.running]
         if failed:

@@ -27,7 +27,7 @@ def wait_for_progress(query: "StreamingQuery", condition: Callable[[list[dict]],
             raise LabkitError(f"The streaming query failed: {str(error).splitlines()[0][:300]}",
                               "Read the error above, fix the query and start it again.")
 
-    return Wait(what, timeout=timeout, interval=0.25, check=check,
+    return Wait(what, timeout=timeout, interval=0.25, stretch=True, check=check,
                 evidence=lambda: json.dumps(query.lastProgress or {}, indent=1, default=str)[:2000]).until(
         lambda: (lambda p: p if condition(p) else None)(list(query.recentProgress)))
 
