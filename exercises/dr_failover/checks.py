@@ -210,8 +210,9 @@ def run_drill(ns: Any, rng: random.Random) -> DrillResult:
                "a checkpoint of the group past the backlog", 40)
         time.sleep(rng.uniform(0.0, 1.5))
         consumers.crash()                              # the application dies first ...
-        _until(lambda: _checkpointed(primary, dr, alias, group, topic), "checkpoint of the group's last commits", 60,
-               evidence=flow.status)
+        final = _Settled(CHECKPOINT_SETTLED)
+        _until(lambda: final(*_checkpointed(primary, dr, alias, group, topic)), "checkpoint of the group's last commits",
+               60, evidence=flow.status)
         time.sleep(rng.uniform(0.4, 1.2))              # ... orders keep coming for a moment, and reach dr ...
         feeder.stop.set()
         feeder.join(10)
@@ -280,17 +281,22 @@ def _delete_oldest(cluster: Any, topic: str, rng: random.Random) -> None:
         future.result()
 
 
-def _checkpointed(primary: Any, dr: Any, alias: str, group: str, topic: str) -> tuple[bool, str]:
+#: Quiet-machine seconds a group's checkpoints must stay the same to count as the last MirrorMaker will write.
+CHECKPOINT_SETTLED = 10.0
+
+
+def _checkpointed(primary: Any, dr: Any, alias: str, group: str, topic: str) -> tuple[bool, str, Any]:
     """Whether dr holds the checkpoint of the group's last commit on every partition: its upstream offset is the
     commit, or the same offset sync translates both (MirrorMaker emits a checkpoint only when its downstream
     offset moves). On a busy machine checkpoints lag by seconds of the group's work; a drill judged on a stale
     one cannot tell a consumer that starts at primary's offsets from one that starts at the translated ones.
-    Also says what it saw, for the message if the checkpoint never comes."""
+    Also says what it saw, and returns the checkpoints when every committed partition has one (else None)."""
     from labkit.services.mirror import committed, read_checkpoints, read_offset_syncs, remote_topic
 
     final = committed(primary, group, topic)
     syncs = [s for s in read_offset_syncs(primary, "dr") if s.topic == topic]
-    latest = {cp.partition: cp.upstream_offset for cp in read_checkpoints(dr, alias, group) if cp.topic == remote_topic(alias, topic)}
+    checkpoints = [cp for cp in read_checkpoints(dr, alias, group) if cp.topic == remote_topic(alias, topic)]
+    latest = {cp.partition: cp.upstream_offset for cp in checkpoints}
     behind = []
     for partition, offset in sorted(final.items()):
         base = max((s.upstream_offset for s in syncs if s.partition == partition and s.upstream_offset <= offset),
@@ -299,7 +305,31 @@ def _checkpointed(primary: Any, dr: Any, alias: str, group: str, topic: str) -> 
         if seen is None or not (seen == offset or (base is not None and base <= seen <= offset)):
             behind.append(f"partition {partition}: committed {offset}, last offset sync at or before it {base}, "
                           f"checkpointed {seen}")
-    return bool(final) and not behind, "; ".join(behind) or "no commit of the group on primary"
+    every = bool(final) and set(final) <= set(latest)
+    return (bool(final) and not behind, "; ".join(behind) or "no commit of the group on primary",
+            (sorted(final.items()), sorted((cp.partition, cp.upstream_offset, cp.downstream_offset) for cp in checkpoints))
+            if every else None)
+
+
+class _Settled:
+    """A condition that also holds once what it saw (not None) stayed the same for ``seconds`` of a quiet
+    machine's time. MirrorMaker may never checkpoint a group's very last commit: its offset-sync store keeps a
+    sparse subset of the syncs (buckets by powers of two, and only the latest after a task restarts), so the
+    commit can translate to no further than the last checkpoint, or not at all, and no newer one is written
+    (``MirrorCheckpointTask.checkpointIsMoreRecent``). Its checkpoints, settled, are what a failover gets."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._seen: Any = None
+        self._since: Any = None
+
+    def __call__(self, ok: bool, said: str, seen: Any) -> tuple[bool, str]:
+        if ok:
+            return True, said
+        if seen is None or seen != self._seen:
+            self._seen, self._since = seen, Deadline(self.seconds)
+            return False, said
+        return self._since.expired(), said + f" (unchanged for {self._since.wall:.0f} s)"
 
 
 def _until(condition: Any, what: str, timeout: float, evidence: Any = None) -> None:
