@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
-from .errors import ClusterStateError
+from .errors import ClusterStateError, ToolError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -142,12 +142,20 @@ def dump_segment(cluster: "OwnedClusterLike", path: Path | str) -> list[Batch]:
 
 
 def dump_partition(cluster: "OwnedClusterLike", topic: str, partition: int = 0, broker_id: Optional[int] = None) -> list[Batch]:
-    """Every batch of every segment of a partition, oldest first."""
-    files = segment_files(cluster, topic, partition, broker_id)
-    if not files:
-        return []
-    result = cluster.tool("kafka-dump-log", "--files", ",".join(str(f) for f in files), "--print-data-log")
-    return parse_dump(result.stdout)
+    """Every batch of every segment of a partition, oldest first. The log cleaner may swap a segment out while
+    the tool reads it (a ``NoSuchFileException``): then the files are listed and read again."""
+    tries = 0
+    while True:
+        files = segment_files(cluster, topic, partition, broker_id)
+        if not files:
+            return []
+        try:
+            return parse_dump(cluster.tool("kafka-dump-log", "--files", ",".join(str(f) for f in files),
+                                           "--print-data-log").stdout)
+        except ToolError as exc:
+            tries += 1
+            if "NoSuchFileException" not in str(exc) or tries == 5:
+                raise
 
 
 def batches_frame(batches: list[Batch]) -> "pd.DataFrame":

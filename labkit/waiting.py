@@ -56,9 +56,10 @@ class Wait:
                     return result
                 last = repr(result)
             if deadline.expired():
+                took = str(deadline)  # before the evidence, which may take a while to gather
                 extra = self.evidence() if self.evidence is not None else ""
                 raise WaitTimeout(
-                    f"Timed out after {deadline} waiting for {self.what} (last seen: {last}). "
+                    f"Timed out after {took} waiting for {self.what} (last seen: {last}). "
                     f"{machine_load()}", self.hint or SLOW_HINT, evidence=extra)
             time.sleep(deadline.wait_time(self.interval))
 

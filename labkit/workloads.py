@@ -275,16 +275,21 @@ class Group:
     def wait_idle(self, member: Optional[str] = None, quiet: float = 2.0, timeout: float = 60.0) -> int:
         """Wait until the members have processed nothing new for ``quiet`` seconds; returns how many records
         (distinct values) were processed by then. With ``member``, the quiet time only counts once that
-        member has processed something (a member taking over first waits for its rebalance).
+        member has processed something (a member taking over first waits for its rebalance) and the group
+        has caught up with every partition's end as it was when the wait began: its last record processed, or
+        the group's commit at the end (a record skipped by a commit before processing is never processed). A
+        starved member's pause is then not taken for the end of its work.
 
         For a group that may have lost records (so a count would never be reached): it has caught up
         with the topic, or has nothing left it will read. Raises :class:`~labkit.errors.WaitTimeout`
         when processing is still going on after ``timeout`` seconds.
         """
         seen = {"count": -1, "since": 0.0}
+        ends = None if member is None else {p.partition: p.high_watermark for p in self.cluster.describe_topic(
+            self.topic).partitions if p.high_watermark}
 
         def quiet_now() -> Optional[tuple[int]]:
-            if member is not None and not self.members[member].processed():
+            if member is not None and not (self.members[member].processed() and self._caught_up(ends or {})):
                 return None
             total = sum(self.processed().values())
             if total != seen["count"]:
@@ -296,6 +301,24 @@ class Group:
 
         return Wait(f"group {self.group_id!r} to go quiet for {quiet:g} s", timeout=timeout, interval=0.2,
                     stretch=True, evidence=self._evidence).until(quiet_now)[0]
+
+    def _caught_up(self, ends: dict[int, int]) -> bool:
+        """Every partition's record at ``ends[p] - 1`` processed by a member (their logs: partition, offset,
+        value), or the group's committed offset at ``ends[p]`` or past it."""
+        highest: dict[int, int] = {}
+        for m in self.members.values():
+            lines = m.log.read_text(errors="replace").splitlines() if m.log.exists() else []
+            for part, offset, *_ in (line.split(" ", 2) for line in lines if line.count(" ") >= 2):
+                if part.isdigit() and offset.isdigit():
+                    highest[int(part)] = max(highest.get(int(part), -1), int(offset))
+        behind = [p for p, end in ends.items() if highest.get(p, -1) < end - 1]
+        if not behind:
+            return True
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        asked = ConsumerGroupTopicPartitions(self.group_id, [TopicPartition(self.topic, p) for p in behind])
+        answer = self.cluster.admin().list_consumer_group_offsets([asked])[self.group_id].result(timeout=10)
+        return all(tp.offset >= ends[tp.partition] for tp in answer.topic_partitions)
 
     def wait_settled(self, members: int, timeout: float = 60.0, quiet: float = 4.0,
                      partitions: Optional[int] = None) -> dict[str, list[tuple[str, int]]]:

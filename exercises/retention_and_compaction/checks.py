@@ -214,20 +214,13 @@ class Table:
         """Deleted key -> its tombstone's delete horizon (epoch ms), read from the partition's segments with
         ``kafka-dump-log``: the first cleaning that kept the tombstone stamped its batch with that cleaning's start
         plus the topic's ``delete.retention.ms``, and the cleaner removes it at a pass after that moment, never
-        before. A segment the cleaner swaps out while the tool reads it is read again."""
+        before."""
         from labkit.segments import dump_partition
 
         where = {k: found[k][-1][:2] for k in self.deleted if found.get(k)}
         out: dict[str, int] = {}
         for partition in sorted({p for p, _ in where.values()}):
-            for attempt in range(5):
-                try:
-                    batches = dump_partition(self.cluster, self.topic, partition)
-                    break
-                except Exception:  # a segment deleted under the tool by the cleaner's swap: read them again
-                    if attempt == 4:
-                        raise
-                    time.sleep(TICK)
+            batches = dump_partition(self.cluster, self.topic, partition)
             for key, (p, offset) in where.items():
                 batch = next((b for b in batches if b.base_offset <= offset <= b.last_offset), None) \
                     if p == partition else None
