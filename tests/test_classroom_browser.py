@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import secrets
 import signal
 import socket
@@ -182,6 +183,12 @@ def test_two_learners_a_trainer_and_the_live_poll(hub, browser, output_dir):
             ask = page.locator(f"{PANEL} .jp-CodeCell", has_text=f'"{PREDICTION}"').first
             ask.locator(".jp-InputArea-prompt").click()
             _menu(page, "Run", "Run All Above Selected Cell")
+            try:  # a queued cell shows [*] at once; fresh clone 154 lost this click once (no cell ran)
+                page.locator(f"{PANEL} .jp-InputArea-prompt", has_text=re.compile(r"\[(\*|\d+)\]")).first.wait_for(
+                    timeout=60_000)
+            except Exception:  # noqa: BLE001 - the command never ran: give it again
+                ask.locator(".jp-InputArea-prompt").click()
+                _menu(page, "Run", "Run All Above Selected Cell")
         for name in learners:  # both clusters start at the same time
             page = pages[name]
             page.locator(f"{PANEL} .jp-OutputArea-output", has_text="all alive: True").first.wait_for(timeout=300_000)
