@@ -144,9 +144,10 @@ def dump_segment(cluster: "OwnedClusterLike", path: Path | str) -> list[Batch]:
 def dump_partition(cluster: "OwnedClusterLike", topic: str, partition: int = 0, broker_id: Optional[int] = None) -> list[Batch]:
     """Every batch of every segment of a partition, oldest first. The log cleaner may swap a segment out while
     the tool reads it (a ``NoSuchFileException``): then the files are listed and read again."""
+    directory = partition_dir(cluster, topic, partition, broker_id)
     tries = 0
     while True:
-        files = segment_files(cluster, topic, partition, broker_id)
+        files = sorted(directory.glob("*.log"))
         if not files:
             return []
         try:

@@ -70,10 +70,21 @@ class Member:
     def alive(self) -> bool:
         return self.process.running
 
-    def processed(self) -> list[str]:
+    def records(self) -> list[tuple[int, int, str]]:
+        """What it processed, in order: ``(partition, offset, value)`` per line of its log (the member writes
+        one per record; a line a SIGKILL cut short is skipped)."""
         if not self.log.exists():
             return []
-        return [line.split(" ", 2)[2] for line in self.log.read_text().splitlines() if line.count(" ") >= 2]
+        out = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            part, offset, *value = line.split(" ", 2)
+            if value and part.isdigit() and offset.isdigit():
+                out.append((int(part), int(offset), value[0]))
+        return out
+
+    def processed(self) -> list[str]:
+        """The values it processed, in order."""
+        return [value for _, _, value in self.records()]
 
     def assignment(self) -> list[tuple[str, int]]:
         try:
@@ -116,7 +127,7 @@ class JavaMember(Member):
                     continue
         return sorted(out, key=lambda e: e.t)
 
-    def processed(self) -> list[str]:
+    def records(self) -> list[tuple[int, int, str]]:
         return []  # the tool reports counts, not records
 
     def assignment(self) -> list[tuple[str, int]]:
@@ -307,10 +318,8 @@ class Group:
         value), or the group's committed offset at ``ends[p]`` or past it."""
         highest: dict[int, int] = {}
         for m in self.members.values():
-            lines = m.log.read_text(errors="replace").splitlines() if m.log.exists() else []
-            for part, offset, *_ in (line.split(" ", 2) for line in lines if line.count(" ") >= 2):
-                if part.isdigit() and offset.isdigit():
-                    highest[int(part)] = max(highest.get(int(part), -1), int(offset))
+            for part, offset, _ in m.records():
+                highest[part] = max(highest.get(part, -1), offset)
         behind = [p for p, end in ends.items() if highest.get(p, -1) < end - 1]
         if not behind:
             return True

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 import pytest
@@ -11,6 +10,7 @@ from hypothesis import strategies as st
 
 from labkit import assignors as a
 from labkit.assignors import TopicPartition as TP
+from labkit.waiting import Deadline
 
 SUBS2 = {"C0": ["t0", "t1"], "C1": ["t0", "t1"]}
 PARTS = {"t0": 3, "t1": 3}
@@ -85,17 +85,17 @@ def _real_assignment(cluster, topics, n, strategy, group):
     try:
         for c in consumers:
             c.subscribe(list(topics))
-        deadline = time.monotonic() + 60
+        deadline = Deadline(60)  # a quiet machine's seconds, as the stable spell below
         stable_since, last = None, None
-        while time.monotonic() < deadline:
+        while not deadline.expired():
             for c in consumers:
                 c.poll(0.05)
             now = {c.memberid(): sorted(TP(tp.topic, tp.partition) for tp in c.assignment()) for c in consumers}
             total = sum(len(v) for v in now.values())
             everyone = all(k for k in now) and len(now) == n and all(now.values())
             if now == last and total == sum(topics.values()) and everyone:
-                stable_since = stable_since or time.monotonic()
-                if time.monotonic() - stable_since > 4:
+                stable_since = stable_since or Deadline(4)
+                if stable_since.expired():
                     return now
             else:
                 stable_since, last = None, now

@@ -2,7 +2,6 @@
 
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -76,12 +75,10 @@ def test_unusable_archive_still_starts(tmp_path, monkeypatch, jvm_pids):
     junk.write_bytes(b"not an archive" * 100)
     real = classdata.broker_setup
     monkeypatch.setattr(classdata, "broker_setup", lambda d: real(d)[:2] + (junk,))
-    t0 = time.monotonic()
     c = labkit.start_cluster("single-broker", progress=False)
     try:
         assert c.live_broker_ids() == {1}
         assert any(f"-XX:SharedArchiveFile={junk}" in Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
                    for pid in jvm_pids(str(c.data_dir)))
-        assert time.monotonic() - t0 < 120
     finally:
         c.stop()

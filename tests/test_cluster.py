@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 import re
 import threading
-import time
 
 import pytest
 from confluent_kafka import KafkaError
 
 import labkit
 from labkit.errors import BrokerStartError, ClusterStateError, ProfileError, SettingError, UnsupportedOperation
-from labkit.waiting import Wait
+from labkit.waiting import Deadline, Wait
 
 pytestmark = pytest.mark.integration
 
@@ -36,9 +35,9 @@ def consume_all(cluster, topic, expected, group, timeout=30.0):
     c = cluster.consumer(group)
     c.subscribe([topic])
     seen = []
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)  # a quiet machine's seconds
     try:
-        while len(seen) < expected and time.monotonic() < deadline:
+        while len(seen) < expected and not deadline.expired():
             msg = c.poll(0.5)
             if msg is None or msg.error():
                 continue

@@ -129,6 +129,7 @@ def test_a_deadline_counts_a_quiet_machines_seconds():
     busy = Deadline(60, clock=clock, share=lambda: share[0])
     clock.now += 200
     assert not busy.expired(), "200 wall seconds on a machine this busy are 50 of a quiet one's"
+    assert busy.elapsed() == pytest.approx(50.0)
     assert busy.wait_time(100.0) == pytest.approx(40.0)
     share[0] = 1.0  # the load went away: the remaining 10 s run at full speed
     clock.now += 10

@@ -87,18 +87,20 @@ def start_bank(user, bootstrap, topic, group, db_path, schema, log, total, crash
         out = open(log, "a", buffering=1)
         with open(log) as earlier:
             seen = set(earlier.read().splitlines())  # delivered by this run or one before it
-        idle_since = time.monotonic()
+        from labkit.waiting import Deadline
+
+        idle = Deadline(30)
         try:
-            # Done when every payment was delivered once and nothing came for 3 s (or nothing for 30 s): a quiet
-            # spell alone is not the end on a loaded machine (a rebalance, a slow first fetch).
-            while not (time.monotonic() - idle_since >= 3 and len(seen) >= total
-                       or time.monotonic() - idle_since >= 30):
+            # Done when every payment was delivered once and nothing came for 3 s (or nothing for 30 s), a quiet
+            # machine's seconds: a quiet spell alone is not the end on a loaded machine (a rebalance, a slow first
+            # fetch, a starved process).
+            while not (idle.elapsed() >= 3 and len(seen) >= total or idle.expired()):
                 batch = [m for m in consumer.consume(num_messages=40, timeout=0.5) if not m.error()]
                 if not consumer.assignment():
-                    idle_since = time.monotonic()  # still joining the group: not idle yet
+                    idle = Deadline(30)  # still joining the group: not idle yet
                 if not batch:
                     continue
-                idle_since = time.monotonic()
+                idle = Deadline(30)
                 first = {}
                 for msg in batch:
                     first.setdefault(msg.partition(), msg.offset())

@@ -30,7 +30,8 @@ from typing import Any
 
 from labkit.grading import Rules, check
 from labkit.grading.harness import attempted, kill, lines, make_records, reap, unique
-from labkit.waiting import Deadline
+from labkit.errors import WaitTimeout
+from labkit.waiting import Deadline, Wait
 
 CLUSTER = "single-broker"
 SHARE_CLUSTER = True
@@ -232,8 +233,10 @@ def run_drill(ns: Any, rng: random.Random) -> DrillResult:
                     out.append((parts[0], int(parts[1]), int(parts[2]), parts[3]))
             return out
 
-        seen = {"count": -1, "since": time.monotonic()}
-        started = time.monotonic()
+        # Quiet and overall bounds on the learner's consumer count a quiet machine's seconds: a starved consumer
+        # that pauses is not taken for one that stopped.
+        seen: dict[str, Any] = {"count": -1, "since": Deadline(15)}
+        overall = Deadline(45)
         while True:
             code = ns.run(reap, pid)
             if code is not None:
@@ -242,13 +245,14 @@ def run_drill(ns: Any, rng: random.Random) -> DrillResult:
                                      "failover_consumer() raise?")
             now = delivered()
             if len(now) != seen["count"]:
-                seen.update(count=len(now), since=time.monotonic())
+                seen.update(count=len(now), since=Deadline(15))
             got = {v for t, _, _, v in now}
-            if needed <= got and time.monotonic() - seen["since"] > 1.5:
+            quiet = seen["since"].elapsed()
+            if needed <= got and quiet > 1.5:
                 break
-            if time.monotonic() - seen["since"] > (5 if now else 15):
+            if quiet > (5 if now else 15):
                 break                                  # it stopped delivering (or never began): judge what it did
-            if time.monotonic() - started > 45:
+            if overall.expired():
                 break
             time.sleep(0.25)
         try:
@@ -333,18 +337,23 @@ class _Settled:
 
 
 def _until(condition: Any, what: str, timeout: float, evidence: Any = None) -> None:
-    """Poll ``condition`` (a bool, or a bool and what it saw) for at most ``timeout`` of a quiet machine's seconds;
-    ``evidence()`` adds to the message if it runs out."""
-    deadline = Deadline(timeout)
-    while True:
+    """Wait for ``condition`` (a bool, or a bool and what it saw) for at most ``timeout`` of a quiet machine's
+    seconds; what it saw last and ``evidence()`` go into the message if it runs out."""
+    seen = {"last": ""}
+
+    def holds() -> bool:
         got = condition()
-        ok, seen = got if isinstance(got, tuple) else (got, "")
-        if ok:
-            return
-        if deadline.expired():
-            seen = "; ".join(str(x) for x in (seen, evidence() if evidence is not None else "") if x)
-            raise RuntimeError(f"the drill's own {what} did not happen within {deadline}" + (f" ({seen})" if seen else ""))
-        time.sleep(0.2)
+        ok, seen["last"] = got if isinstance(got, tuple) else (got, "")
+        return bool(ok)
+
+    def said() -> str:
+        return "; ".join(str(x) for x in (seen["last"], evidence() if evidence is not None else "") if x)
+
+    try:
+        Wait(f"the drill's own {what}", timeout=timeout, stretch=True, evidence=said,
+             hint="The grader's drill, not your code, did not get there: grade again.").until(holds)
+    except WaitTimeout as exc:
+        raise RuntimeError(str(exc)) from None
 
 
 # ---------------------------------------------------------------- visible checks

@@ -210,7 +210,7 @@ class Members:
     def wait(self, condition: Callable[[], bool], what: str, timeout: float = 40.0) -> float:
         """Wait until ``condition()``; the seconds it took. AssertionError naming ``what`` if it never happens,
         or as soon as a member process ends by itself (follow() or failover_assign() raised)."""
-        start = time.monotonic()
+        start, deadline = time.monotonic(), Deadline(timeout)  # a quiet machine's seconds
         while True:
             ended = self.ns.run(reap_all, list(self.pids.values()))
             for name, pid in list(self.pids.items()):
@@ -222,8 +222,8 @@ class Members:
                                          "failover_assign() raise?")
             if condition():
                 return time.monotonic() - start
-            if time.monotonic() - start > timeout:
-                raise AssertionError(f"{what} did not happen within {timeout:.0f} s")
+            if deadline.expired():
+                raise AssertionError(f"{what} did not happen within {deadline}")
             time.sleep(0.3)
 
 

@@ -371,7 +371,7 @@ def _read_results(ns, topic: str, expected: dict[tuple[datetime, str], int], que
         partitions = cluster.describe_topic(topic).partitions
         consumer.assign([TopicPartition(topic, p.partition, OFFSET_BEGINNING) for p in partitions])
         deadline, quiet = Deadline(RESULTS_TIMEOUT), Deadline(RESULTS_QUIET)
-        last_new = last_status = time.monotonic()
+        last_status = time.monotonic()
         while not deadline.expired() and not quiet.expired():
             msg = consumer.poll(0.25)
             if msg is not None and not msg.error():
@@ -379,11 +379,11 @@ def _read_results(ns, topic: str, expected: dict[tuple[datetime, str], int], que
                 wrong = wrong or expected.get((start, page)) != count or (start, page) in seen
                 seen.add((start, page))
                 records.append(record)
-                last_new, quiet = time.monotonic(), Deadline(RESULTS_QUIET)
+                quiet = Deadline(RESULTS_QUIET)
                 continue
             if msg is not None and msg.error().code() != KafkaError._PARTITION_EOF:
                 raise AssertionError(f"reading the results topic failed: {msg.error()}")
-            if (wrong or len(seen) >= len(expected)) and time.monotonic() - last_new > 1.5:
+            if (wrong or len(seen) >= len(expected)) and quiet.elapsed() > 1.5:
                 break  # every window expected is there (or one already proves the answer wrong): nothing more came
             if time.monotonic() - last_status > 3:
                 last_status = time.monotonic()

@@ -29,6 +29,7 @@ from typing import Any, Optional
 
 from labkit.grading import Rules, check
 from labkit.grading.harness import unique
+from labkit.waiting import Deadline
 
 CLUSTER = "single-broker"
 SHARE_CLUSTER = True
@@ -338,21 +339,20 @@ def kill_between_commits(run: Run, quiet: float = 30.0, limit: float = 180.0) ->
 
     watcher = run.cluster.consumer(unique("crash-watch"), isolation_level="read_uncommitted")
     watcher.assign([TopicPartition(run.revenue, 0, OFFSET_END)])
-    started = progressed = time.monotonic()
+    overall, progressed = Deadline(limit), Deadline(quiet)  # a quiet machine's seconds
     try:
         before = committed(run)
-        while time.monotonic() - progressed < quiet and time.monotonic() - started < limit:
+        while not progressed.expired() and not overall.expired():
             message = watcher.poll(1.0)
             after = committed(run)  # read once per update: it is the next update's "before"
             if message is not None and message.error() is None and after == before:
                 run.app.instances[0].kill()
                 return
             if after != before:
-                progressed = time.monotonic()
+                progressed = Deadline(quiet)
             before = after
         raise AssertionError(f"the application wrote no update between two commits while orders kept coming (its "
-                             f"last commit {time.monotonic() - progressed:.0f} s ago, {time.monotonic() - started:.0f} "
-                             "s of watching)")
+                             f"last commit {progressed.wall:.0f} s ago, {overall.wall:.0f} s of watching)")
     finally:
         watcher.close()
 
