@@ -77,9 +77,9 @@ class Member:
             return []
         out = []
         for line in self.log.read_text(errors="replace").splitlines():
-            part, offset, *value = line.split(" ", 2)
-            if value and part.isdigit() and offset.isdigit():
-                out.append((int(part), int(offset), value[0]))
+            fields = line.split(" ", 2)
+            if len(fields) == 3 and fields[0].isdigit() and fields[1].isdigit():
+                out.append((int(fields[0]), int(fields[1]), fields[2]))
         return out
 
     def processed(self) -> list[str]:

@@ -19,6 +19,15 @@ def test_outcome_names_the_semantics():
     assert Outcome(10, 10, 0, 0).semantics.startswith("exactly once")
 
 
+def test_a_members_log_is_read_as_partition_offset_value_and_a_cut_line_is_skipped(tmp_path):
+    log = tmp_path / "m.log"
+    log.write_text("0 1 a\n1 2 b c\n12\n3 x y\n0 5 \n4 7")  # a line cut short by a SIGKILL, a malformed one
+    member = Member("m", FakeProc(), log, tmp_path / "m.status")
+    assert member.records() == [(0, 1, "a"), (1, 2, "b c"), (0, 5, "")]
+    assert member.processed() == ["a", "b c", ""]
+    assert Member("n", FakeProc(), tmp_path / "none.log", tmp_path / "n.status").records() == []
+
+
 # ---------------------------------------------------------------------------------------------- wait_settled
 class FakeProc:
     """Stands in for a member's ManagedProcess: running while it has no return code."""
