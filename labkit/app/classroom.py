@@ -268,13 +268,15 @@ def prepare_home(home: Path, bundle: Path, trainer: bool = False) -> Path:
 
 def singleuser(argv: list[str]) -> int:
     """The spawner's command, run as the learner: prepare their home, then become ``jupyterhub-singleuser``."""
+    from .lab import EXPOSE_APP
+
     home = Path(pwd.getpwuid(os.getuid()).pw_dir)
     bundle = Path(__file__).resolve().parents[2]
     trainers = os.environ.get("LABKIT_CLASS_TRAINERS", "").split(",")
     lab = prepare_home(home, bundle, trainer=os.environ.get("JUPYTERHUB_USER", "") in trainers)
     os.chdir(lab)
     command = [str(Path(sys.executable).with_name("jupyterhub-singleuser")), f"--ServerApp.root_dir={lab}",
-               f"--LabApp.workspaces_dir={home / STATE_DIR / 'workspaces'}", *argv]
+               f"--LabApp.workspaces_dir={home / STATE_DIR / 'workspaces'}", EXPOSE_APP, *argv]
     os.execv(command[0], command)
     return 0  # not reached
 

@@ -80,6 +80,11 @@ def save_workspace(workspaces_dir: Path, page: str) -> None:
     WorkspacesManager(str(workspaces_dir)).save(WORKSPACE, json.dumps(workspace(page)))
 
 
+#: JupyterLab's application object as ``window.jupyterapp``: the grade button saves its notebook through it
+#: (:mod:`labkit.grading.selfgrade`). Every lab a learner opens has it: ``labkit lab`` and a class's servers.
+EXPOSE_APP = "--LabApp.expose_app_in_browser=True"
+
+
 def command(notebooks: Path, workspaces_dir: Path, port: Optional[int] = None, open_browser: bool = True,
             extra: tuple[str, ...] = (), saved_dir: Optional[Path] = None) -> list[str]:
     """The JupyterLab command line for the lab (root: ``notebooks``; first screen: the start page).
@@ -90,7 +95,7 @@ def command(notebooks: Path, workspaces_dir: Path, port: Optional[int] = None, o
     cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={notebooks}", "--ServerApp.ip=127.0.0.1",
            f"--LabApp.workspaces_dir={workspaces_dir}", f"--LabApp.default_url=/lab/workspaces/{WORKSPACE}",
            "--ServerApp.contents_manager_class=labkit.app.contents.LabContents",
-           f"--LabContents.saved_dir={saved_dir}", "--LabApp.expose_app_in_browser=True"]
+           f"--LabContents.saved_dir={saved_dir}", EXPOSE_APP]
     bash = shutil.which("bash")
     if bash:  # without bash: the default shell, with the environment's bin first on PATH (environment())
         shell = [bash, "--rcfile", str(Path(__file__).with_name("terminal.bashrc")), "-i"]
