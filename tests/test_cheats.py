@@ -48,5 +48,7 @@ def test_a_cheat_earns_nothing_on_what_it_targets(ex_id, cheat, tmp_path, output
     (output_dir / "grading" / f"{ex_id}-cheat-{cheat.name}.json").write_text(report.to_json())
     targets = [c for c in report.checks if cheat.targets == "*" or c["id"] in cheat.targets]
     assert targets, f"the cheat targets no check of {ex_id}"
+    faults = [(c["id"], c["message"]) for c in report.checks if c["status"] == "grader fault"]
+    assert not faults, f"the grader's own machinery failed, so the cheat {cheat.name!r} was not judged: {faults}"
     paid = [(c["id"], c["message"]) for c in targets if c["earned"]]
     assert not paid, f"the cheat {cheat.name!r} earned points: {paid}"

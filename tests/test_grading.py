@@ -101,6 +101,16 @@ def test_a_check_that_meets_an_exception_reports_it_in_one_line(fixture_exercise
     assert result.score == 1
 
 
+def test_a_fault_of_the_graders_own_is_told_apart_from_the_learners_error():
+    @check("drill", points=3)
+    def drill(ns):
+        raise grading.GraderFault("the drill's own checkpoint did not happen within 60 s")
+
+    result = grading.run_check(drill.__labkit_check__, {})
+    assert (result.status, result.earned) == ("grader fault", 0)
+    assert result.message == "the drill's own checkpoint did not happen within 60 s"
+
+
 def test_checks_in_the_notebook_see_plain_data_as_the_grader_does(fixture_exercises):
     """A learner's function returning an object the grader cannot take is told so in the notebook already."""
     result = grading.exercise("adder").check({"add": lambda a, b: object(), "double": lambda x: 2 * x})

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from labkit.grading import Rules, check
+from labkit.grading import GraderFault, Rules, check
 from labkit.grading.harness import attempted, kill, lines, make_records, reap, unique
 from labkit.errors import WaitTimeout
 from labkit.waiting import Deadline, Wait
@@ -353,7 +353,7 @@ def _until(condition: Any, what: str, timeout: float, evidence: Any = None) -> N
         Wait(f"the drill's own {what}", timeout=timeout, stretch=True, evidence=said,
              hint="The grader's drill, not your code, did not get there: grade again.").until(holds)
     except WaitTimeout as exc:
-        raise RuntimeError(str(exc)) from None
+        raise GraderFault(str(exc)) from None
 
 
 # ---------------------------------------------------------------- visible checks

@@ -68,6 +68,12 @@ class NotDefined(NotImplementedError):
     """The learner has not defined a name the check needs (yet)."""
 
 
+class GraderFault(Exception):
+    """Raised by a check when the grader's own machinery failed (a drill of its own, a cluster it started), not
+    the learner's code: the check earns nothing and its status is ``"grader fault"``, so a broken grader is never
+    taken for a wrong answer, or for a cheat caught (the tests fail on it)."""
+
+
 class LearnerError(Exception):
     """Raised in the grader when the learner's code raised in its kernel: the exception's type name,
     message and line, as plain data (the exception itself never crosses)."""
@@ -145,7 +151,7 @@ class CheckResult:
     points: int
     earned: int
     hidden: bool
-    status: str  # "passed", "failed", "not attempted", "error", "not run", "refused"
+    status: str  # "passed", "failed", "not attempted", "error", "grader fault", "not run", "refused"
     message: str = ""
     hint: str = ""
     doc: str = ""
@@ -177,6 +183,8 @@ def run_check(c: Check, ns: Any) -> CheckResult:
             status, earned, message = "error", 0, str(exc)
     except AssertionError as exc:
         status, earned, message = "failed", 0, str(exc) or "the result is not right"
+    except GraderFault as exc:
+        status, earned, message = "grader fault", 0, str(exc)
     except Exception as exc:  # noqa: BLE001 - the learner's code raised: say what, where, in one line
         where = traceback.extract_tb(exc.__traceback__)[-1]
         status, earned = "error", 0
