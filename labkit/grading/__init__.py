@@ -23,14 +23,14 @@ Layer: grading, below the app and above everything a lesson uses.
 
 from __future__ import annotations
 
-from .checks import (Check, CheckResult, Exercise, GraderFault, GradingError, LearnerError, LocalNamespace, NotDefined, Results,
-                     check, run_check, sibling)
+from .checks import (Check, CheckResult, Exercise, GraderFault, GradingError, LearnerError, LocalNamespace, NotDefined,
+                     Results, check, run_check, sibling)
 from .exercises import (ANSWER_STUB, BEGIN, CODE_STUB, END, all_exercise_ids, build_learner_copies, exercise,
                         exercise_index, exercises_dir, learner_copy, learner_dir, reference_notebook, template)
 from .grader import Report, grade
 from .rules import Rules
 
-__all__ = ["ANSWER_STUB", "BEGIN", "CODE_STUB", "END", "Check", "CheckResult", "Exercise", "GraderFault", "GradingError",
-           "LearnerError", "LocalNamespace", "NotDefined", "Report", "Results", "Rules", "all_exercise_ids",
-           "build_learner_copies", "check", "exercise", "exercise_index", "exercises_dir", "grade", "learner_copy",
-           "learner_dir", "reference_notebook", "run_check", "sibling", "template"]
+__all__ = ["ANSWER_STUB", "BEGIN", "CODE_STUB", "END", "Check", "CheckResult", "Exercise", "GraderFault",
+           "GradingError", "LearnerError", "LocalNamespace", "NotDefined", "Report", "Results", "Rules",
+           "all_exercise_ids", "build_learner_copies", "check", "exercise", "exercise_index", "exercises_dir", "grade",
+           "learner_copy", "learner_dir", "reference_notebook", "run_check", "sibling", "template"]
