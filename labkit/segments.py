@@ -100,7 +100,11 @@ def list_segments(cluster: "OwnedClusterLike", topic: str, partition: int = 0,
 
 def segment_files(cluster: "OwnedClusterLike", topic: str, partition: int = 0, broker_id: Optional[int] = None) -> list[Path]:
     """The ``.log`` files of a partition, oldest first (the last one is the active segment)."""
-    return sorted(partition_dir(cluster, topic, partition, broker_id).glob("*.log"))
+    return _logs(partition_dir(cluster, topic, partition, broker_id))
+
+
+def _logs(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.log"))
 
 
 def parse_dump(text: str) -> list[Batch]:
@@ -147,7 +151,7 @@ def dump_partition(cluster: "OwnedClusterLike", topic: str, partition: int = 0, 
     directory = partition_dir(cluster, topic, partition, broker_id)
     tries = 0
     while True:
-        files = sorted(directory.glob("*.log"))
+        files = _logs(directory)  # listed again on each try: the cleaner renames segments
         if not files:
             return []
         try:
