@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -109,6 +110,23 @@ def test_a_fault_of_the_graders_own_is_told_apart_from_the_learners_error():
     result = grading.run_check(drill.__labkit_check__, {})
     assert (result.status, result.earned) == ("grader fault", 0)
     assert result.message == "the drill's own checkpoint did not happen within 60 s"
+
+
+def test_records_the_grader_writes_itself_and_no_broker_acknowledges_are_a_grader_fault():
+    """A real producer with no broker behind its bootstrap address: nothing is acknowledged, and that is the
+    grader's fault, not a check the learner failed."""
+    from confluent_kafka import Producer
+
+    from labkit.grading import harness
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0})
+    producer.produce("t", value=b"x")
+    unacknowledged = r"grader's own records were not all acknowledged within 1 s.* \(1 still waiting\)"
+    with pytest.raises(grading.GraderFault, match=unacknowledged):
+        harness.acknowledged(producer, seconds=1)
 
 
 def test_checks_in_the_notebook_see_plain_data_as_the_grader_does(fixture_exercises):

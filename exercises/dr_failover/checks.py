@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from labkit.grading import GraderFault, Rules, check
-from labkit.grading.harness import attempted, kill, lines, make_records, reap, unique
+from labkit.grading.harness import acknowledged, attempted, kill, lines, make_records, reap, unique
 from labkit.errors import WaitTimeout
 from labkit.waiting import Deadline, Wait
 
@@ -69,7 +69,7 @@ def write_checkpoints(cluster: Any, alias: str, records: list[tuple], partitions
         key, value = encode(*fields)
         producer.produce(topic, key=key, value=value)  # the key decides the partition: one key, one order
         producer.poll(0)
-    assert producer.flush(30) == 0, "the grader's own checkpoints were not all acknowledged"
+    acknowledged(producer, "checkpoints")
 
 
 # ---------------------------------------------------------------- the task (in the learner's kernel)

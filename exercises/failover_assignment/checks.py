@@ -233,7 +233,7 @@ def produce(cluster, topic: str, start: int, count: int, tag: str) -> list[str]:
     for v in values:
         producer.produce(topic, key=v, value=v)
         producer.poll(0)
-    assert producer.flush(30) == 0, "the grader's own records were not all acknowledged"
+    harness.acknowledged(producer)
     return values
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from labkit.grading import check, sibling
+from labkit.grading import GraderFault, check, sibling
 from labkit.grading.harness import unique
 from labkit.waiting import Deadline
 
@@ -71,7 +71,8 @@ def matches_real_consumers(ns):
             else:
                 last, since = now, None
         else:
-            raise AssertionError(f"the consumer group did not settle within {deadline} (last assignment {now})")
+            # The consumers are the grader's own, started before the learner's function is called: not the learner's.
+            raise GraderFault(f"the grader's consumer group did not settle within {deadline} (last assignment {now})")
         subs = {c.memberid(): subscribed for c, subscribed in zip(consumers, subscriptions)}
         members = sorted(subs)
         while members == sorted(members):  # never in the order range sorts them into: unsorted must not pass

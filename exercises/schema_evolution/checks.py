@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labkit.grading import Rules, check
-from labkit.grading.harness import unique
+from labkit.grading.harness import acknowledged, unique
 from labkit.schemas import new_subject, try_register
 
 #: No module of the lab holds this answer; the generic rules (no dynamic imports, no grading machinery) apply.
@@ -227,7 +227,7 @@ def assert_every_consumer_reads_every_record(ns, evo: Evolution, rng: random.Ran
                 raise AssertionError(f"a producer on version {n + 1} ({evo.why[n]}) cannot write {record}: "
                                      f"{type(exc).__name__}: {exc}") from None
             written.append((n, record))
-    assert producer.flush(30) == 0, "the checks' own records were not all acknowledged"
+    acknowledged(producer)
     stored = cluster.read_all(topic)
     assert len(stored) == len(written), f"read back {len(stored)} of {len(written)} records"
     failures = []
