@@ -8,7 +8,6 @@ the log start offset up to the high watermark taken when it began.
 
 from __future__ import annotations
 
-import time
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
@@ -17,7 +16,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 
 from .admin import client_logging
 from .errors import WaitTimeout
-from .waiting import Wait
+from .waiting import Deadline, Wait
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,7 +49,8 @@ def read_all(cluster: "ClusterLike", topic: str, timeout: float = 30.0, isolatio
 
     ``isolation_level="read_committed"`` reads what a transactional reader sees
     (stops at the last stable offset). Raises :class:`WaitTimeout` if the records
-    up to the high watermarks cannot be read within ``timeout`` seconds.
+    up to the high watermarks cannot be read within ``timeout`` seconds (a quiet machine's:
+    :class:`~labkit.waiting.Deadline`).
     """
     topic = cluster.topic_name(topic)
     state = cluster.describe_topic(topic)
@@ -71,10 +71,10 @@ def read_all(cluster: "ClusterLike", topic: str, timeout: float = 30.0, isolatio
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
         records: list[Record] = []
         pending = set(ends)
-        deadline = time.monotonic() + timeout
+        deadline = Deadline(timeout)  # a quiet machine's seconds: a starved reader is slow, not stuck
         while pending:
-            if time.monotonic() > deadline:
-                raise WaitTimeout(f"Could not read all records of {topic!r} within {timeout:.0f}s "
+            if deadline.expired():
+                raise WaitTimeout(f"Could not read all records of {topic!r} within {deadline} "
                                   f"(partitions still pending: {sorted(pending)}).",
                                   "Check that every partition has a leader: cluster.describe_topic(topic).")
             msg = consumer.poll(0.5)

@@ -20,7 +20,7 @@ from labkit.clientstats import ClientStats, total_lag
 from labkit.errors import LabkitError
 from labkit.view.render import metrics_html, snapshot_text
 from labkit.view.snapshot import BrokerView, Snapshot
-from labkit.waiting import Wait
+from labkit.waiting import Deadline, Wait
 
 EXPORTER_TEXT = """\
 # HELP kafka_server_replicamanager_underreplicatedpartitions Attribute exposed for management
@@ -326,8 +326,8 @@ def test_client_statistics_helper_sees_consumer_lag(cluster, unique):
     try:
         consumer.subscribe([topic])
         read = 0
-        deadline = time.monotonic() + 30
-        while read < 100 and time.monotonic() < deadline:
+        deadline = Deadline(30)
+        while read < 100 and not deadline.expired():
             msg = consumer.poll(0.2)
             read += msg is not None and msg.error() is None
         consumer.commit(asynchronous=False)

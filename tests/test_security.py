@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import time
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -20,7 +19,7 @@ from labkit import security
 from labkit.runtime.librdkafka import quiet
 from labkit.errors import ClusterStateError, SecurityError, UnsupportedOperation
 from labkit.listeners import Trip, listener_table, read_properties, round_trips_figure
-from labkit.waiting import Wait
+from labkit.waiting import Deadline, Wait
 
 integration = pytest.mark.integration
 
@@ -101,8 +100,8 @@ def first_record(settings, topic, group, timeout=20.0):
     consumer = Consumer({**quiet(), **settings, "group.id": group, "auto.offset.reset": "earliest"})
     try:
         consumer.subscribe([topic])
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        deadline = Deadline(timeout)
+        while not deadline.expired():
             msg = consumer.poll(0.5)
             if msg is not None:
                 return msg.error().name() if msg.error() else "record"

@@ -25,6 +25,7 @@ import labkit.spark as ls
 import labkit.spark.driver as lsd
 from labkit import generators as g
 from labkit.errors import DistributionError, LabkitError, OfflineError
+from labkit.waiting import Deadline
 
 from conftest import ClusterElsewhere, java_pids_of
 
@@ -341,8 +342,8 @@ def test_stopping_the_cluster_stops_its_queries_and_spark_first(fresh_cluster, u
     assert query.isActive
     fresh_cluster.stop()
     assert lsd._CURRENT is None
-    deadline = time.monotonic() + 30
-    while jvm_pids(marker) and time.monotonic() < deadline:
+    deadline = Deadline(30)
+    while jvm_pids(marker) and not deadline.expired():
         time.sleep(0.5)
     assert jvm_pids(marker) == []
 
@@ -368,8 +369,8 @@ def test_no_spark_or_broker_jvm_outlives_a_killed_kernel(tmp_path):
         assert len(jvms) >= 2, "a broker and a Spark driver JVM, both marked with the cluster's data dir"
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-        deadline = time.monotonic() + 30
-        while java_pids_of(str(tmp_path)) and time.monotonic() < deadline:
+        deadline = Deadline(30)
+        while java_pids_of(str(tmp_path)) and not deadline.expired():
             time.sleep(0.5)
         assert not java_pids_of(str(tmp_path)), "a JVM outlived its Python process"
     finally:

@@ -29,6 +29,7 @@ from labkit.view.render import (ACTIONS, button_states, groups_html, partition_m
                                 status_html, topic_title)
 from labkit.view.snapshot import BrokerView, Snapshot, broker_status, owns_brokers, short_error
 from labkit.viz import ROLES
+from labkit.waiting import Deadline
 from labkit.view.widgets import ClusterView, next_interval
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -326,8 +327,10 @@ class ReadOnlyCluster(FakeCluster):
 
 
 def _wait(predicate, timeout=20.0, interval=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """Whether ``predicate()`` came true within ``timeout`` of a quiet machine's seconds (a starved view thread is
+    late, not wrong)."""
+    deadline = Deadline(timeout)
+    while not deadline.expired():
         if predicate():
             return True
         time.sleep(interval)
@@ -337,10 +340,10 @@ def _wait(predicate, timeout=20.0, interval=0.05):
 def _read(view, timeout=20.0):
     """The view's next snapshot whose metadata was read: one taken while the machine is busy can miss its 3-s
     timeout (the view shows that as an error and reads again), which says nothing about leaders or brokers."""
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while True:
         snap = view.snapshot()
-        if not any(e.startswith("metadata:") for e in snap.errors) or time.monotonic() > deadline:
+        if not any(e.startswith("metadata:") for e in snap.errors) or deadline.expired():
             return snap
 
 
@@ -487,8 +490,8 @@ def test_outside_a_notebook_the_view_renders_as_a_static_snapshot():
 def _consume(cluster, topic, group, count):
     consumer = cluster.consumer(group, client_id="lesson-reader")
     consumer.subscribe([topic])
-    got, deadline = 0, time.monotonic() + 30
-    while got < count and time.monotonic() < deadline:
+    got, deadline = 0, Deadline(30)
+    while got < count and not deadline.expired():
         msg = consumer.poll(0.5)
         got += msg is not None and not msg.error()
     consumer.commit(asynchronous=False)

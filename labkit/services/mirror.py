@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Union
 
 from ..errors import LabkitError
 from ..runtime.librdkafka import quiet
-from ..waiting import Wait
+from ..waiting import Deadline, Wait
 from . import replication_factor
 from .connect import BYTES_CONVERTER, ConnectWorker
 from .mm2records import (SEPARATOR, Checkpoint, Heartbeat, OffsetSync, checkpoints_topic, decode_checkpoint,
@@ -303,15 +303,15 @@ def replication_latency(source: "ClusterLike", target: "ClusterLike", topic: str
                     seen.setdefault(msg.key().decode(), time.monotonic())
                 msg = consumer.poll(0)
         producer.flush(10)
-        deadline = time.monotonic() + timeout
-        while len(seen) < count and time.monotonic() < deadline:
+        deadline = Deadline(timeout)  # a quiet machine's seconds: a starved flow is slow, not stopped
+        while len(seen) < count and not deadline.expired():
             msg = consumer.poll(0.1)
             if msg is not None and not msg.error() and msg.key() and msg.key().decode().startswith(tag):
                 seen.setdefault(msg.key().decode(), time.monotonic())
     finally:
         consumer.close()
     if len(seen) < count:
-        raise LabkitError(f"Only {len(seen)} of {count} records reached {remote!r} within {timeout:.0f} s.",
+        raise LabkitError(f"Only {len(seen)} of {count} records reached {remote!r} within {deadline}.",
                           "Is the flow running? mirror.status()")
     return [seen[k] - sent[k] for k in sent]
 
