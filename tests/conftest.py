@@ -35,6 +35,48 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
                  "--no-first-run", "--disable-component-update", "--disable-sync"]
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+#: pytest's bound on a browser test: a backstop for one that hangs, above the waits inside it, which count a quiet
+#: machine's seconds (:func:`patiently`) and so stretch on a busy one (CI of 4973203: load average 36 on two cores).
+BROWSER_TIMEOUT = 2700
+
+
+def patiently(wait, seconds: float, *args, **kwargs):
+    """``wait(*args, timeout=..., **kwargs)`` -- a Playwright wait: for a selector, a function, a load state -- given
+    ``seconds`` of a quiet machine (:class:`labkit.waiting.Deadline`), not of the wall. Playwright counts wall
+    milliseconds, and a page that a busy machine starves (its renderer, JupyterLab's server, Playwright's own
+    driver) is not a page that hangs: CI of 4973203 lost three browser tests at a load average of 36 on two
+    cores. The wait is given again, 20 wall seconds at a time at most, until it returns or the deadline runs
+    out; then Playwright's error is raised, saying how far the machine stretched it."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    from labkit.waiting import Deadline
+
+    deadline = Deadline(seconds)
+    while True:
+        try:
+            return wait(*args, timeout=round(max(1.0, deadline.wait_time(20.0)) * 1000), **kwargs)
+        except PlaywrightTimeout as exc:
+            if deadline.expired():
+                raise PlaywrightTimeout(f"after {deadline}: {exc.message}") from None
+
+
+def goto(page, url: str, seconds: float = 120.0) -> None:
+    """``page.goto(url)`` until the page has loaded, within ``seconds`` of a quiet machine (:func:`patiently`):
+    asked for again while nothing of it has come (not even the server's first answer), then waited on."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    from labkit.waiting import Deadline
+
+    deadline = Deadline(seconds)
+    while True:
+        try:
+            page.goto(url, wait_until="commit", timeout=round(max(1.0, deadline.wait_time(30.0)) * 1000))
+            break
+        except PlaywrightTimeout as exc:
+            if deadline.expired():
+                raise PlaywrightTimeout(f"after {deadline}: {exc.message}") from None
+    left = max(1.0, seconds - deadline.elapsed())
+    patiently(page.wait_for_load_state, left, "load")
 
 
 @pytest.fixture(scope="module")

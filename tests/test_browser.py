@@ -45,7 +45,7 @@ import nbformat
 import pytest
 
 from checked_outputs import differences, reference_outputs, sanitize_patterns
-from conftest import BROWSER_LESSONS, CHROMIUM, PANEL, REPO, assert_no_jvm_left
+from conftest import BROWSER_LESSONS, BROWSER_TIMEOUT, CHROMIUM, PANEL, REPO, assert_no_jvm_left, goto, patiently
 from labkit.app import lab
 from labkit.grading.exercises import reference_notebook, template
 from labkit.runtime.processes import orphan_proof
@@ -138,7 +138,7 @@ def jupyterlab(tmp_path_factory):
             return True
 
     try:
-        Wait("JupyterLab to answer", timeout=120, interval=0.3, check=alive).until(answers)
+        Wait("JupyterLab to answer", timeout=120, interval=0.3, check=alive, stretch=True).until(answers)
     except BaseException:
         server.kill()
         raise
@@ -160,20 +160,27 @@ def shots(output_dir) -> Path:
 
 
 # ------------------------------------------------------------------------------------------ driving JupyterLab
+# Every wait on a page is one of conftest.patiently's, in a quiet machine's seconds.
+def _page(browser, height: int):
+    """A page of its own; what Playwright does without a bound of ours (a click, a fill) may take two minutes."""
+    page = browser.new_page(viewport={"width": 1400, "height": height})
+    page.set_default_timeout(120_000)
+    return page
+
+
 def _open(page, jl, path: str, workspace: str) -> None:
     """Open ``path`` in a workspace of its own (JupyterLab would reopen the previous documents too), until its
     document is loaded."""
-    page.goto(f"{jl['base']}/lab/workspaces/{workspace}/tree/{path}?reset&token={jl['token']}")
-    page.wait_for_function(f"path => {{ const w = window.jupyterapp && {FIND}(path); return w && w.context.isReady; }}",
-                           arg=path, timeout=180_000)
+    goto(page, f"{jl['base']}/lab/workspaces/{workspace}/tree/{path}?reset&token={jl['token']}")
+    patiently(page.wait_for_function, 180,
+              f"path => {{ const w = window.jupyterapp && {FIND}(path); return w && w.context.isReady; }}", arg=path)
 
 
 def _kernel_connected(page, path: str) -> dict:
     """Wait until the notebook's kernel is connected and JupyterLab has written into the notebook what the kernel
     reports (``language_info``, the kernelspec: what marked every lesson modified on open). Then: is it modified?"""
-    page.wait_for_function(f"path => {{ const s = {FIND}(path).sessionContext; "
-                           "return (s.session && s.session.kernel) || document.querySelector('.jp-Dialog'); }",
-                           arg=path, timeout=180_000)
+    patiently(page.wait_for_function, 180, f"path => {{ const s = {FIND}(path).sessionContext; "
+              "return (s.session && s.session.kernel) || document.querySelector('.jp-Dialog'); }", arg=path)
     if page.locator(".jp-Dialog .jp-mod-accept").count():  # JupyterLab asked which kernel: the notebook's own
         page.locator(".jp-Dialog .jp-mod-accept").first.click()
     return page.evaluate(f"""async path => {{
@@ -204,7 +211,7 @@ def _run_all(page, path: str, timeout: float) -> None:
         app.commands.execute('notebook:run-all-cells').then(ok => {{ window.labkitRanAll = String(ok); }},
                                                             e => {{ window.labkitRanAll = 'error: ' + e; }});
     }}""", path)
-    page.wait_for_function("() => window.labkitRanAll !== undefined", timeout=timeout * 1000, polling=1000)
+    patiently(page.wait_for_function, timeout, "() => window.labkitRanAll !== undefined", polling=1000)
 
 
 def _last_run(cells: list[dict]) -> str:
@@ -225,25 +232,31 @@ def _last_run(cells: list[dict]) -> str:
 
 
 def _run_each_cell_twice(page, path: str, timeout: float) -> dict[int, list]:
-    """Every code cell run, then run again at once, in order (a learner re-running a cell). The first run's
-    outputs, per cell index; a second run that raised fails the test here."""
+    """Every code cell run, then run again at once, in order (a learner re-running a cell), the two runs within
+    ``timeout`` of a quiet machine's seconds. The first run's outputs, per cell index; a second run that raised
+    fails the test here."""
     first: dict[int, list] = {}
     for index, cell in enumerate(_cells(page, path)):
         if cell["type"] != "code":
             continue
-        runs = page.evaluate(f"""async ([path, index, ms]) => {{
+        page.evaluate(f"""([path, index]) => {{
             const app = window.jupyterapp, w = {FIND}(path), notebook = w.content, cell = notebook.widgets[index];
             app.shell.activateById(w.id);
-            const outputs = [];
-            for (const run of [1, 2]) {{
-                notebook.deselectAll();
-                notebook.activeCellIndex = index;
-                const timer = new Promise((_, fail) => setTimeout(() => fail(new Error('cell ' + index + ' ran longer than ' + ms + ' ms')), ms));
-                await Promise.race([app.commands.execute('notebook:run-cell'), timer]);
-                outputs.push(cell.model.outputs.toJSON());
-            }}
-            return outputs;
-        }}""", [path, index, int(timeout * 1000)])
+            window.labkitRuns = undefined;
+            (async () => {{
+                const outputs = [];
+                for (const run of [1, 2]) {{
+                    notebook.deselectAll();
+                    notebook.activeCellIndex = index;
+                    await app.commands.execute('notebook:run-cell');
+                    outputs.push(cell.model.outputs.toJSON());
+                }}
+                return outputs;
+            }})().then(outputs => {{ window.labkitRuns = outputs; }}, e => {{ window.labkitRuns = 'error: ' + e; }});
+        }}""", [path, index])
+        patiently(page.wait_for_function, timeout, "() => window.labkitRuns !== undefined", polling=500)
+        runs = page.evaluate("() => window.labkitRuns")
+        assert isinstance(runs, list), f"cell {index + 1} could not be run: {runs}"
         errors = [f"{o['ename']}: {o['evalue']}"[:300] for o in runs[1] if o.get("output_type") == "error"]
         assert not errors, f"cell {index + 1} failed when run a second time: {errors[0]}\n{cell['source'][:300]}"
         first[index] = runs[0]
@@ -267,16 +280,17 @@ def _assert_lessons_unchanged(jl) -> None:
 
 
 # ------------------------------------------------------------------------------------------ the tests
+@pytest.mark.timeout(BROWSER_TIMEOUT)
 def test_the_first_screen_is_the_rendered_start_page(jupyterlab, browser, shots):
     """What `make lab` shows first: the start page rendered, with the learner's progress, and nothing else."""
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page = _page(browser, 900)
     try:
-        page.goto(f"{jupyterlab['base']}/?token={jupyterlab['token']}")  # where `labkit lab` points the browser
-        page.wait_for_selector(".jp-RenderedMarkdown h1", timeout=120_000)
+        goto(page, f"{jupyterlab['base']}/?token={jupyterlab['token']}")  # where `labkit lab` points the browser
+        patiently(page.wait_for_selector, 120, ".jp-RenderedMarkdown h1")
         # Restored and settled: every plugin has started, and nothing is loading any more (a pop-up would be up).
-        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.restored", timeout=120_000)
+        patiently(page.wait_for_function, 120, "() => window.jupyterapp && window.jupyterapp.restored")
         page.evaluate("async () => { await window.jupyterapp.restored; }")
-        page.wait_for_load_state("networkidle", timeout=120_000)
+        patiently(page.wait_for_load_state, 120, "networkidle")
         page.screenshot(path=str(shots / "first-screen.png"))
         assert page.locator(".jp-RenderedMarkdown h1").first.inner_text() == "Kafka Lab — start here"
         tabs = [t.strip() for t in page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab").all_inner_texts()]
@@ -294,13 +308,13 @@ def test_the_first_screen_is_the_rendered_start_page(jupyterlab, browser, shots)
         page.close()
 
 
-@pytest.mark.timeout(1500)
+@pytest.mark.timeout(BROWSER_TIMEOUT)
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_lesson_runs_and_renders_in_chromium(lesson, jupyterlab, browser, shots, output_dir):
     expects = BROWSER_LESSONS[lesson]
     path = f"{lesson}.ipynb"
     shipped = (jupyterlab["root"] / path).read_bytes()
-    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    page = _page(browser, 1200)
     ok = False
     try:
         # Opened fresh: no output anywhere -- no answer below the first prediction, no other run's results.
@@ -377,7 +391,7 @@ def test_lesson_runs_and_renders_in_chromium(lesson, jupyterlab, browser, shots,
     assert_no_jvm_left(str(jupyterlab["data_dir"]), "the lesson")
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(BROWSER_TIMEOUT)
 def test_presenting_a_lesson_changes_no_lesson(jupyterlab, browser, shots):
     """A trainer presents a lesson (this run's, with its outputs) through the slideshow button, which saves it
     first, autosave off: the save goes to their copy, every slide shows without "Click to add a cell.", the style
@@ -385,19 +399,19 @@ def test_presenting_a_lesson_changes_no_lesson(jupyterlab, browser, shots):
     lesson = LESSONS[0]
     path, copy = f"{lesson}.ipynb", jupyterlab["saved"] / f"{lesson}.ipynb"
     before = copy.stat().st_mtime_ns if copy.exists() else 0
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page = _page(browser, 900)
     ok = False
     try:
         _open(page, jupyterlab, path, workspace="presenting")
         _kernel_connected(page, path)
         page.locator(f'{PANEL} .jp-NotebookPanel-toolbar [data-command="RISE:preview"]').click()
-        page.frame_locator("iframe[src*='/rise/']").locator(".reveal .slides section.present").first.wait_for(
-            timeout=180_000)
+        patiently(page.frame_locator("iframe[src*='/rise/']").locator(".reveal .slides section.present").first.wait_for,
+                  180)
         slides = next(f for f in page.frames if "/rise/" in f.url)
         assert copy.exists() and copy.stat().st_mtime_ns > before, "the slideshow button did not save (into the copy)"
         loaded = ("() => performance.getEntriesByType('resource').filter(e => /\\/files\\/.*\\.css/.test(e.name))"
                   ".map(e => [e.name.split('/').pop(), e.responseStatus])")
-        slides.wait_for_function(f"() => ({loaded})().length >= 2", timeout=60_000)
+        patiently(slides.wait_for_function, 60, f"() => ({loaded})().length >= 2")
         sheets = slides.evaluate(loaded)
         assert sorted(sheets) == sorted([["rise.css", 200], [f"{lesson}.css", 200]]), \
             f"the slideshow's style sheets: {sheets}"
@@ -414,7 +428,7 @@ def test_presenting_a_lesson_changes_no_lesson(jupyterlab, browser, shots):
                                   ".reveal .controls .navigate-down.enabled").count():
                 break
             slides.locator(".reveal").press("Space")
-            slides.wait_for_function(f"before => ({position})() !== before", arg=seen[-1], timeout=30_000)
+            patiently(slides.wait_for_function, 30, f"before => ({position})() !== before", arg=seen[-1])
             assert len(seen) < 500, "the slideshow never ends"
         assert len(seen) > 5, f"only {len(seen)} slides"
         ok = True
@@ -433,7 +447,7 @@ def _report(text: str) -> list[str]:
     return [*(line for line in lines[start:end] if line.strip()), lines[end].split("(")[0].rstrip()]
 
 
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(BROWSER_TIMEOUT)
 def test_an_exercise_is_graded_from_its_button_and_from_the_terminal(jupyterlab, browser, shots):
     path = f"exercises/{EXERCISE}.ipynb"
     notebook = jupyterlab["root"] / path
@@ -441,7 +455,7 @@ def test_an_exercise_is_graded_from_its_button_and_from_the_terminal(jupyterlab,
     answers = {i: ref.source for i, (ref, mine) in enumerate(zip(reference.cells, learner.cells))
                if ref.source != mine.source}
     assert answers, f"the learner copy of {EXERCISE} has nothing to solve"
-    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    page = _page(browser, 1200)
     ok = False
     try:
         _open(page, jupyterlab, path, workspace="grading")
@@ -453,30 +467,29 @@ def test_an_exercise_is_graded_from_its_button_and_from_the_terminal(jupyterlab,
         }}""", [path, {str(i): s for i, s in answers.items()}])
         _run_all(page, path, timeout=300)
         button = page.locator(f"{PANEL} .jp-OutputArea-output button", has_text="Grade my notebook")
-        button.click(timeout=60_000)
-        Wait("the button to save the notebook", timeout=120, interval=0.2).until(
+        patiently(button.click, 60)
+        Wait("the button to save the notebook", timeout=120, interval=0.2, stretch=True).until(
             lambda: all(nbformat.read(notebook, as_version=4).cells[i].source == s for i, s in answers.items()))
 
         # Meanwhile, the lab's own terminal: `labkit` is there, and grades by the exercise's name.
         page.evaluate("async () => { await window.jupyterapp.commands.execute('terminal:create-new'); }")
         screen = page.locator(".jp-Terminal .xterm-accessibility-tree").last
-        screen.wait_for(timeout=60_000)
-        page.wait_for_function("() => { const s = [...document.querySelectorAll('.jp-Terminal "
-                               ".xterm-accessibility-tree')].pop(); return s && /[$#] *$/m.test(s.innerText); }",
-                               timeout=60_000)  # the shell's prompt
+        patiently(screen.wait_for, 60)
+        patiently(page.wait_for_function, 60, "() => { const s = [...document.querySelectorAll('.jp-Terminal "
+                  ".xterm-accessibility-tree')].pop(); return s && /[$#] *$/m.test(s.innerText); }")  # the prompt
         page.locator(".jp-Terminal").last.click()
         page.keyboard.type(f"labkit grade {EXERCISE}\n")
-        page.wait_for_function("() => { const t = [...document.querySelectorAll('.jp-Terminal .xterm-accessibility-tree')]"
-                               ".pop().innerText; return /^score \\d+\\/\\d+/m.test(t) || /command not found|^labkit: /m.test(t); }",
-                               timeout=900_000, polling=1000)
+        patiently(page.wait_for_function, 900, "() => { const t = [...document.querySelectorAll('.jp-Terminal "
+                  ".xterm-accessibility-tree')].pop().innerText; return /^score \\d+\\/\\d+/m.test(t) || "
+                  "/command not found|^labkit: /m.test(t); }", polling=1000)
         terminal = screen.inner_text()
         page.screenshot(path=str(shots / "graded-in-the-terminal.png"))
         assert "command not found" not in terminal, f"the lab's terminal has no labkit:\n{terminal[-1500:]}"
 
         page.evaluate(f"path => window.jupyterapp.shell.activateById({FIND}(path).id)", path)  # back to the notebook
         out = page.locator(f"{PANEL} .jp-OutputArea-output", has=page.locator("button", has_text="Grade my notebook"))
-        page.wait_for_function("el => /^score \\d+\\/\\d+/m.test(el.innerText)", arg=out.element_handle(),
-                               timeout=900_000, polling=1000)
+        patiently(page.wait_for_function, 900, "el => /^score \\d+\\/\\d+/m.test(el.innerText)",
+                  arg=out.element_handle(), polling=1000)
         in_notebook = out.inner_text()
         out.scroll_into_view_if_needed()
         page.screenshot(path=str(shots / "graded-in-the-notebook.png"))
@@ -486,9 +499,9 @@ def test_an_exercise_is_graded_from_its_button_and_from_the_terminal(jupyterlab,
         assert re.fullmatch(r"score (\d+)/\1", score), f"the saved answers scored {score}:\n{in_notebook}"
 
         # The start page, opened again, shows the grade.
-        page.goto(f"{jupyterlab['base']}/lab/workspaces/start-again/tree/START.md?reset&token={jupyterlab['token']}")
+        goto(page, f"{jupyterlab['base']}/lab/workspaces/start-again/tree/START.md?reset&token={jupyterlab['token']}")
         row = page.locator(".jp-RenderedMarkdown tr", has=page.locator(f"a[href*='exercises/{EXERCISE}.ipynb']"))
-        row.first.wait_for(timeout=120_000)
+        patiently(row.first.wait_for, 120)
         assert row.first.locator("td").last.inner_text().strip() == score.split()[1], "the start page shows no grade"
         ok = True
     finally:

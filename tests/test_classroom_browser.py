@@ -30,9 +30,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CHROMIUM, PANEL, java_pids_of
+from conftest import BROWSER_TIMEOUT, CHROMIUM, PANEL, goto, java_pids_of, patiently
 from labkit.app import classroom
 from labkit.runtime.processes import orphan_proof
+from labkit.waiting import Deadline
 
 pytestmark = [pytest.mark.browser, pytest.mark.notebook]
 
@@ -84,15 +85,15 @@ def hub(tmp_path_factory):
     try:
         import urllib.request
 
-        t0, deadline = time.monotonic(), time.monotonic() + 180
+        t0, deadline = time.monotonic(), Deadline(180)  # a quiet machine's seconds
         while True:
             try:
                 urllib.request.urlopen(f"{base}/hub/api/", timeout=2)
                 break
             except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the hub did not start: {(work / 'hub.log').read_text()[-3000:]}")
-                time.sleep(0.5)
+                if server.poll() is not None or deadline.expired():
+                    pytest.fail(f"the hub did not start within {deadline}: {(work / 'hub.log').read_text()[-3000:]}")
+                time.sleep(deadline.wait_time(0.5))
         info["times"]["hub up (with the class poll)"] = time.monotonic() - t0
         yield info
     finally:
@@ -119,8 +120,8 @@ def hub(tmp_path_factory):
 def _log_in(browser, base: str, name: str):
     """A browser of its own (cookies), logged in: the hub starts this user's server meanwhile."""
     page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-    page.set_default_timeout(120_000)  # a class server under load answers slowly
-    page.goto(f"{base}/hub/login")
+    page.set_default_timeout(120_000)  # a class server under load answers slowly; every wait is patient
+    goto(page, f"{base}/hub/login")
     page.fill("#username_input", name)
     page.fill("#password_input", f"{name}-first-use")
     page.click("#login_submit")
@@ -157,13 +158,13 @@ def _run(page, item: str, where, cell=None) -> None:
         if attempt == 2:
             return
         try:
-            where.locator(".jp-InputArea-prompt", has_text=QUEUED_OR_RAN).first.wait_for(timeout=60_000)
+            patiently(where.locator(".jp-InputArea-prompt", has_text=QUEUED_OR_RAN).first.wait_for, 60)
             return
         except Exception:  # noqa: BLE001 - the command never ran: give it again
             continue
 
 
-@pytest.mark.timeout(900)  # about two minutes on a quiet machine; a class server under load is slower
+@pytest.mark.timeout(BROWSER_TIMEOUT)  # about two minutes on a quiet machine; every wait inside is patient
 def test_two_learners_a_trainer_and_the_live_poll(hub, browser, output_dir):
     shots = output_dir / "browser"
     shots.mkdir(parents=True, exist_ok=True)
@@ -175,7 +176,7 @@ def test_two_learners_a_trainer_and_the_live_poll(hub, browser, output_dir):
     try:
         # every server spawned as its own user, on the rendered start page
         for page in pages.values():
-            page.wait_for_selector(".jp-RenderedMarkdown h1", timeout=480_000)
+            patiently(page.wait_for_selector, 480, ".jp-RenderedMarkdown h1")
             assert page.locator(".jp-RenderedMarkdown h1").first.inner_text() == "Kafka Lab — start here"
         times["three servers spawned"] = time.monotonic() - t0
         pages[learners[0]].screenshot(path=str(shots / "classroom-start-page.png"))
@@ -197,27 +198,27 @@ def test_two_learners_a_trainer_and_the_live_poll(hub, browser, output_dir):
             subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", str(home / ".jupyter")], check=True)
         for name in learners:
             page = pages[name]
-            page.goto(f"{base}/user/{name}/lab/workspaces/lesson/tree/00_welcome.ipynb?reset")
-            page.wait_for_selector(f"{PANEL} .jp-Cell", timeout=120_000)
+            goto(page, f"{base}/user/{name}/lab/workspaces/lesson/tree/00_welcome.ipynb?reset")
+            patiently(page.wait_for_selector, 120, f"{PANEL} .jp-Cell")
             _accept_kernel_dialog(page)
-            page.wait_for_selector(f"{PANEL} .jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
+            patiently(page.wait_for_selector, 120, f"{PANEL} .jp-Notebook-ExecutionIndicator[data-status='idle']")
             assert page.evaluate("() => !!window.jupyterapp"), "the grade button could not save the notebook first"
             # the cells above the first prediction (set-up, start_cluster, ...), then the prediction itself
             ask = page.locator(f"{PANEL} .jp-CodeCell", has_text=f'"{PREDICTION}"').first
             _run(page, "Run All Above Selected Cell", page.locator(PANEL), cell=ask)
         for name in learners:  # both clusters start at the same time
             page = pages[name]
-            page.locator(f"{PANEL} .jp-OutputArea-output", has_text="all alive: True").first.wait_for(timeout=300_000)
+            patiently(page.locator(f"{PANEL} .jp-OutputArea-output", has_text="all alive: True").first.wait_for, 300)
             ask = page.locator(f"{PANEL} .jp-CodeCell", has_text=f'"{PREDICTION}"').first
             _run(page, "Run Selected Cell", ask, cell=ask)
         for name in learners:
             page = pages[name]
             lock = page.locator(f"{PANEL} .jp-OutputArea-output button", has_text="Lock in")
-            lock.wait_for(timeout=300_000)
+            patiently(lock.wait_for, 300)
             question = lock.locator("xpath=ancestor::div[contains(@class,'widget-vbox')][1]")
             question.locator("button", has_text=answers[name]).first.click()
             lock.click()
-            page.locator(f"{PANEL} .jp-OutputArea-output", has_text="locked in:").first.wait_for(timeout=30_000)
+            patiently(page.locator(f"{PANEL} .jp-OutputArea-output", has_text="locked in:").first.wait_for, 30)
             assert page.locator(f"{PANEL} .jp-OutputArea-output", has_text="not sent to the class").count() == 0
             assert page.locator(f"{PANEL} [data-mime-type='application/vnd.jupyter.error']").count() == 0
             page.screenshot(path=str(shots / f"classroom-{name.split('-')[0]}-locked-in.png"))
@@ -228,15 +229,15 @@ def test_two_learners_a_trainer_and_the_live_poll(hub, browser, output_dir):
         # the trainer: the class view and the live poll show both answers
         t2 = time.monotonic()
         trainer = pages[names["trainer"]]
-        trainer.goto(f"{base}/user/{names['trainer']}/lab/workspaces/class/tree/{classroom.TRAINER_NOTEBOOK}?reset")
-        trainer.wait_for_selector(f"{PANEL} .jp-Cell", timeout=120_000)
+        goto(trainer, f"{base}/user/{names['trainer']}/lab/workspaces/class/tree/{classroom.TRAINER_NOTEBOOK}?reset")
+        patiently(trainer.wait_for_selector, 120, f"{PANEL} .jp-Cell")
         _accept_kernel_dialog(trainer)
-        trainer.wait_for_selector(f"{PANEL} .jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
+        patiently(trainer.wait_for_selector, 120, f"{PANEL} .jp-Notebook-ExecutionIndicator[data-status='idle']")
         _run(trainer, "Run All Cells", trainer.locator(PANEL))
-        trainer.locator(f"{PANEL} .jp-OutputArea-output", has_text="2 learners answered").first.wait_for(timeout=120_000)
+        patiently(trainer.locator(f"{PANEL} .jp-OutputArea-output", has_text="2 learners answered").first.wait_for, 120)
         table = trainer.locator(f"{PANEL} .jp-OutputArea-output table").first.inner_text()
         assert all(name in table for name in learners), f"the class view lists both learners: {table}"
-        trainer.locator(f"{PANEL} .js-plotly-plot .main-svg").first.wait_for(timeout=60_000)
+        patiently(trainer.locator(f"{PANEL} .js-plotly-plot .main-svg").first.wait_for, 60)
         trainer.locator(f"{PANEL} .js-plotly-plot").first.scroll_into_view_if_needed()
         trainer.screenshot(path=str(shots / "classroom-trainer-poll.png"))
         times["trainer's view and poll"] = time.monotonic() - t2
@@ -257,9 +258,9 @@ def test_two_learners_a_trainer_and_the_live_poll(hub, browser, output_dir):
     t3 = time.monotonic()
     hub["server"].send_signal(signal.SIGTERM)
     users = list(names.values())
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and (hub["server"].poll() is None or _processes_of(users)):
-        time.sleep(0.5)
+    deadline = Deadline(90)  # a quiet machine's seconds
+    while not deadline.expired() and (hub["server"].poll() is None or _processes_of(users)):
+        time.sleep(deadline.wait_time(0.5))
     times["hub stopped, nothing left"] = time.monotonic() - t3
     print("classroom test:", ", ".join(f"{k} {v:.0f} s" for k, v in times.items()),
           f"(load average {os.getloadavg()[0]:.1f})")
