@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -35,6 +36,37 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
                  "--no-first-run", "--disable-component-update", "--disable-sync"]
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+def run_patiently(args, seconds: float, **kwargs) -> subprocess.CompletedProcess:
+    """``subprocess.run(args, timeout=seconds, **kwargs)`` with ``seconds`` a quiet machine's
+    (:class:`labkit.waiting.Deadline`): a command starved by a busy machine is not a command that hangs. On the
+    deadline, or anything else that stops the wait (pytest's own backstop), the command is killed, as
+    ``subprocess.run`` kills it; the deadline's end raises ``subprocess.TimeoutExpired`` with its wall seconds."""
+    from labkit.waiting import Deadline
+
+    check = kwargs.pop("check", False)
+    if kwargs.pop("capture_output", False):
+        kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE
+    deadline = Deadline(seconds)
+    with subprocess.Popen(args, **kwargs) as proc:
+        try:
+            while True:
+                try:
+                    out, err = proc.communicate(timeout=max(1.0, deadline.wait_time(30.0)))
+                    break
+                except subprocess.TimeoutExpired:
+                    if deadline.expired():
+                        proc.kill()
+                        out, err = proc.communicate()
+                        raise subprocess.TimeoutExpired(args, round(deadline.wall), out, err) from None
+        except BaseException:
+            proc.kill()
+            raise
+    done = subprocess.CompletedProcess(args, proc.returncode, out, err)
+    if check:
+        done.check_returncode()
+    return done
+
+
 #: pytest's bound on a browser test: a backstop for one that hangs, above the waits inside it, which count a quiet
 #: machine's seconds (:func:`patiently`) and so stretch on a busy one (CI of 4973203: load average 36 on two cores).
 BROWSER_TIMEOUT = 2700

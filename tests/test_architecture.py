@@ -17,13 +17,12 @@ import ast
 import configparser
 import importlib
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_patiently
 
 PACKAGE = REPO / "labkit"
 VENV_BIN = Path(sys.executable).parent
@@ -147,8 +146,8 @@ def layer_of(module: str, table: list[tuple[set[str], bool]]) -> tuple[int, str]
 
 def test_lint_imports_keeps_every_layer():
     """import-linter itself (the maintained tool) on the real package."""
-    result = subprocess.run([str(VENV_BIN / "lint-imports"), "--config", str(REPO / ".importlinter"),
-                             "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    result = run_patiently([str(VENV_BIN / "lint-imports"), "--config", str(REPO / ".importlinter"), "--no-cache"],
+                           120, cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "0 broken" in result.stdout
 
@@ -230,8 +229,8 @@ def test_the_architecture_page_names_every_module():
 
 # ------------------------------------------------------------------------------------------ lint
 def test_ruff_passes():
-    result = subprocess.run([str(VENV_BIN / "ruff"), "check", "--no-cache", "labkit", "tests", "scripts",
-                             "exercises", "benchmarks"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    result = run_patiently([str(VENV_BIN / "ruff"), "check", "--no-cache", "labkit", "tests", "scripts",
+                            "exercises", "benchmarks"], 120, cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-4000:]
 
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import run_patiently
 from labkit.app.cli import build_parser, main
 
 
 def run(*args, env=None, timeout=180):
-    return subprocess.run([sys.executable, "-m", "labkit.app.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+    return run_patiently([sys.executable, "-m", "labkit.app.cli", *args], timeout, capture_output=True, text=True,
+                         env={**os.environ, **(env or {})})
 
 
 def test_no_command_prints_help(capsys):

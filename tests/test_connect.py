@@ -8,12 +8,12 @@ Unit tests first (no broker); the integration tests share one single-broker clus
 from __future__ import annotations
 
 import re
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from conftest import run_patiently
 import labkit
 from labkit.backends.clusterset import COLOURS, ClusterSet
 from labkit.errors import BackendError, LabkitError
@@ -317,7 +317,7 @@ def _formatter_output(cluster, topic: str, formatter: str, count: int) -> list[s
            "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", cluster.bootstrap_servers,
            "--topic", topic, "--from-beginning", "--max-messages", str(count), "--timeout-ms", "20000",
            "--formatter", formatter]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    out = run_patiently(cmd, 120, capture_output=True, text=True)
     return [line for line in out.stdout.splitlines() if line.strip()]
 
 

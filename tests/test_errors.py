@@ -138,6 +138,24 @@ def test_a_deadline_counts_a_quiet_machines_seconds():
     assert MAX_STRETCH == 10.0
 
 
+def test_the_tests_own_commands_run_within_a_quiet_machines_seconds():
+    """conftest.run_patiently: subprocess.run's answer, and its TimeoutExpired (the command killed) on the deadline."""
+    import subprocess
+
+    from conftest import run_patiently
+
+    done = run_patiently([sys.executable, "-c", "print('hi')"], 30, capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, "hi\n")
+    with pytest.raises(subprocess.CalledProcessError):
+        run_patiently([sys.executable, "-c", "raise SystemExit(3)"], 30, check=True)
+    marker = f"sleeping-{os.getpid()}-{time.monotonic_ns()}"
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_patiently([sys.executable, "-c", "import time; time.sleep(3600)", marker], 1)  # else: a hang
+    import psutil
+
+    assert not [q for q in psutil.process_iter(["cmdline"]) if marker in (q.info["cmdline"] or [])], "left running"
+
+
 def test_the_machine_share_is_the_cores_over_the_load_and_never_less_than_a_tenth(monkeypatch):
     import os
 

@@ -13,7 +13,7 @@ import sys
 import nbformat
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_patiently
 from labkit import grading
 from labkit.grading import GradingError, Rules, check, classroom, rules, wire
 
@@ -300,8 +300,8 @@ def test_labkit_grade_prints_a_table_and_writes_a_json_report(fixture_exercises,
     notebook = tmp_path / "partly_done.ipynb"
     shutil.copy(FIXTURES / "partly_done.ipynb", notebook)
     out = tmp_path / "report.json"
-    proc = subprocess.run([sys.executable, "-m", "labkit.app.cli", "grade", str(notebook), "--json", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    proc = run_patiently([sys.executable, "-m", "labkit.app.cli", "grade", str(notebook), "--json", str(out)], 300,
+                         capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "score 1/6" in proc.stdout and "add_small_numbers" in proc.stdout
     report = json.loads(out.read_text())
@@ -346,8 +346,8 @@ def _class(root):
 def test_a_class_is_graded_into_a_gradebook_and_a_rerun_resumes(fixture_exercises, tmp_path):
     root = tmp_path / "class"
     expected = _class(root)
-    proc = subprocess.run([sys.executable, "-m", "labkit.app.cli", "grade", str(root), "--timeout", "8"],
-                          capture_output=True, text=True, timeout=600)
+    proc = run_patiently([sys.executable, "-m", "labkit.app.cli", "grade", str(root), "--timeout", "8"], 600,
+                         capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     with open(root / "gradebook" / "gradebook.csv") as fh:
         rows = list(csv.DictReader(fh))
@@ -363,8 +363,8 @@ def test_a_class_is_graded_into_a_gradebook_and_a_rerun_resumes(fixture_exercise
     page = (root / "gradebook" / "gradebook.html").read_text()
     assert "Pass rate per check" in page and "ada" in page and "add_negative_numbers" in page
     assert (root / "gradebook" / "executed" / "ada" / "adder.ipynb").exists()
-    again = subprocess.run([sys.executable, "-m", "labkit.app.cli", "grade", str(root), "--timeout", "8"],
-                           capture_output=True, text=True, timeout=600)
+    again = run_patiently([sys.executable, "-m", "labkit.app.cli", "grade", str(root), "--timeout", "8"], 600,
+                          capture_output=True, text=True)
     assert again.returncode == 0 and again.stdout.count("kept from the last run") == 6
 
 

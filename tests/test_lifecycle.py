@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import ClusterElsewhere
+from conftest import ClusterElsewhere, run_patiently
 
 from labkit.runtime.processes import start_ticks
 from labkit.waiting import Wait
@@ -59,7 +59,7 @@ def test_sigkill_of_the_owner_leaves_no_broker(profile, after_start, jvm_pids):
 
 def test_normal_exit_without_stop_cleans_up(jvm_pids):
     code = "import labkit; c = labkit.start_cluster('single-broker', progress=False); print(c.data_dir, flush=True)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = run_patiently([sys.executable, "-c", code], 120, capture_output=True, text=True)
     data_dir = out.stdout.strip()
     assert data_dir, out.stderr
     assert jvm_pids(data_dir) == []

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, java_pids_of
+from conftest import REPO, java_pids_of, run_patiently
 from labkit.errors import LabkitError
 from labkit.testing import plugin, runner, topology
 
@@ -117,8 +116,8 @@ def test_a_project_outside_the_repo_runs_on_three_real_brokers_with_plain_pytest
     data = tmp_path / "data"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "LABKIT_"))}
     env.update({"LABKIT_DATA_DIR": str(data), "PYTHONPATH": ""})
-    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "-rs"], cwd=project,
-                            env=env, capture_output=True, text=True, timeout=600)
+    result = run_patiently([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "-rs"], 600, cwd=project,
+                           env=env, capture_output=True, text=True)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-4000:]
     assert "kafka-lab: kafka_cluster starts 'three-brokers'" in out

@@ -27,7 +27,7 @@ from labkit import generators as g
 from labkit.errors import DistributionError, LabkitError, OfflineError
 from labkit.waiting import Deadline
 
-from conftest import ClusterElsewhere, java_pids_of
+from conftest import ClusterElsewhere, java_pids_of, run_patiently
 
 # ---------------------------------------------------------------- unit: connector and settings
 
@@ -403,7 +403,7 @@ def test_a_jvm_that_will_not_start_is_a_java_error_with_its_own_words(tmp_path):
             print("JavaError:", exc)
     """)
     env = dict(os.environ, JAVA_HOME=str(java_home))
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    out = run_patiently([sys.executable, "-c", script], 120, env=env, capture_output=True, text=True)
     line = [ln for ln in out.stdout.splitlines() if ln.startswith("JavaError:")]
     assert line, out.stdout + out.stderr[-2000:]
     assert "fake JVM refuses to start" in line[0] and "JAVA_HOME" in line[0]
