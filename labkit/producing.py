@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Se
 
 from .errors import LabkitError
 from .runtime import agreement
+from .waiting import Deadline
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -348,7 +349,7 @@ class Traffic:
         self._failure: Optional[BaseException] = None
         self._threads: list[threading.Thread] = []
         self._t0 = 0.0
-        self._deadline = float("inf")
+        self._deadline: Optional[Deadline] = None  # the consumer's, set by stop()
 
     def __enter__(self) -> "Traffic":
         return self.start()
@@ -415,18 +416,20 @@ class Traffic:
                     looked = time.monotonic()
                     if _at_log_end(consumer):
                         break
-                if self._stop.is_set() and time.monotonic() > self._deadline:
+                if self._stop.is_set() and self._deadline is not None and self._deadline.expired():
                     break
         finally:
             consumer.close()
 
     def stop(self, timeout: float = 180.0) -> TrafficCount:
         """Stop producing, wait for every acknowledgement and for the consumer to read them (or to reach the end of
-        the log, when some are no longer there to read), then count."""
-        self._deadline = time.monotonic() + timeout
+        the log, when some are no longer there to read), then count. ``timeout`` is a quiet machine's seconds
+        (:class:`~labkit.waiting.Deadline`): on a busy one, records still being read are not counted unread."""
+        self._deadline, joined = Deadline(timeout), Deadline(timeout + 30)  # one each: the consumer's, this thread's
         self._stop.set()
         for thread in self._threads:
-            thread.join(timeout)
+            while thread.is_alive() and not joined.expired():
+                thread.join(joined.wait_time(1.0))
         seconds = time.monotonic() - self._t0
         if self._failure is not None:
             raise self._failure

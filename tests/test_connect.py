@@ -315,9 +315,9 @@ def _formatter_output(cluster, topic: str, formatter: str, count: int) -> list[s
     cmd = [str(find_java().executable), "-Xmx256m", "-XX:+UseSerialGC", "-cp", classpath,
            f"-Dlog4j2.configurationFile={kafka_spec().tools_log4j_config}",
            "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", cluster.bootstrap_servers,
-           "--topic", topic, "--from-beginning", "--max-messages", str(count), "--timeout-ms", "20000",
-           "--formatter", formatter]
-    out = run_patiently(cmd, 120, capture_output=True, text=True)
+           "--topic", topic, "--from-beginning", "--max-messages", str(count), "--timeout-ms", "120000",
+           "--formatter", formatter]  # the tool's own idle bound, in wall seconds: generous, it ends at `count`
+    out = run_patiently(cmd, 180, capture_output=True, text=True)
     return [line for line in out.stdout.splitlines() if line.strip()]
 
 
