@@ -1,12 +1,10 @@
 """Produce numbered records while things break, then count what the broker really kept.
 
-Lessons about guarantees need the same bookkeeping every time: how many records
-were sent, acknowledged, failed; how many the topic stores; which acknowledged
-records are missing (lost), which are stored twice (duplicates) and which are
-stored after a record sent later (reordered). :func:`produce_and_count` does that
-with record values ``id-000001`` … so the counting is exact.
-:func:`produce_through_refusals` produces while the broker refuses writes now and
-then: retries with several requests in flight, where order is at stake
+Lessons about guarantees need the same bookkeeping every time: how many records were sent, acknowledged, failed;
+how many the topic stores; which acknowledged records are missing (lost), which are stored twice (duplicates) and
+which are stored after a record sent later (reordered). :func:`produce_and_count` does that with record values
+``id-000001`` … so the counting is exact. :func:`produce_through_refusals` produces while the broker refuses writes
+now and then: retries with several requests in flight, where order is at stake
 (``max.in.flight.requests.per.connection``, idempotence).
 """
 
@@ -422,9 +420,8 @@ class Traffic:
             consumer.close()
 
     def stop(self, timeout: float = 180.0) -> TrafficCount:
-        """Stop producing, wait for every acknowledgement and for the consumer to read them (or to reach the end of
-        the log, when some are no longer there to read), then count. ``timeout`` is a quiet machine's seconds
-        (:class:`~labkit.waiting.Deadline`): on a busy one, records still being read are not counted unread."""
+        """Stop producing, wait for every acknowledgement and for the consumer to read them (or the log's end, when
+        some are gone), then count; within ``timeout`` of a quiet machine's seconds (:class:`~labkit.waiting.Deadline`)."""
         self._deadline, joined = Deadline(timeout), Deadline(timeout + 30)  # one each: the consumer's, this thread's
         self._stop.set()
         for thread in self._threads:
