@@ -36,6 +36,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
                  "--no-first-run", "--disable-component-update", "--disable-sync"]
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+
+
 def run_patiently(args, seconds: float, **kwargs) -> subprocess.CompletedProcess:
     """``subprocess.run(args, timeout=seconds, **kwargs)`` with ``seconds`` a quiet machine's
     (:class:`labkit.waiting.Deadline`): a command starved by a busy machine is not a command that hangs. On the
@@ -72,9 +74,10 @@ def run_patiently(args, seconds: float, **kwargs) -> subprocess.CompletedProcess
 BROWSER_TIMEOUT = 2700
 
 
-def patiently(wait, seconds: float, *args, **kwargs):
+def patiently(wait, seconds, *args, **kwargs):
     """``wait(*args, timeout=..., **kwargs)`` -- a Playwright wait: for a selector, a function, a load state -- given
-    ``seconds`` of a quiet machine (:class:`labkit.waiting.Deadline`), not of the wall. Playwright counts wall
+    ``seconds`` of a quiet machine (:class:`labkit.waiting.Deadline`; or a ``Deadline`` already running), not of
+    the wall. Playwright counts wall
     milliseconds, and a page that a busy machine starves (its renderer, JupyterLab's server, Playwright's own
     driver) is not a page that hangs: CI of 4973203 lost three browser tests at a load average of 36 on two
     cores. The wait is given again, 20 wall seconds at a time at most, until it returns or the deadline runs
@@ -83,7 +86,7 @@ def patiently(wait, seconds: float, *args, **kwargs):
 
     from labkit.waiting import Deadline
 
-    deadline = Deadline(seconds)
+    deadline = seconds if isinstance(seconds, Deadline) else Deadline(seconds)
     while True:
         try:
             return wait(*args, timeout=round(max(1.0, deadline.wait_time(20.0)) * 1000), **kwargs)
@@ -93,22 +96,14 @@ def patiently(wait, seconds: float, *args, **kwargs):
 
 
 def goto(page, url: str, seconds: float = 120.0) -> None:
-    """``page.goto(url)`` until the page has loaded, within ``seconds`` of a quiet machine (:func:`patiently`):
-    asked for again while nothing of it has come (not even the server's first answer), then waited on."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
+    """``page.goto(url)`` until the page has loaded, both steps within one ``seconds`` of a quiet machine
+    (:func:`patiently`): asked for again while nothing of it has come (not even the server's first answer), then
+    waited on."""
     from labkit.waiting import Deadline
 
     deadline = Deadline(seconds)
-    while True:
-        try:
-            page.goto(url, wait_until="commit", timeout=round(max(1.0, deadline.wait_time(30.0)) * 1000))
-            break
-        except PlaywrightTimeout as exc:
-            if deadline.expired():
-                raise PlaywrightTimeout(f"after {deadline}: {exc.message}") from None
-    left = max(1.0, seconds - deadline.elapsed())
-    patiently(page.wait_for_load_state, left, "load")
+    patiently(page.goto, deadline, url, wait_until="commit")
+    patiently(page.wait_for_load_state, deadline, "load")
 
 
 @pytest.fixture(scope="module")
