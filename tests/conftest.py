@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 #: pytest's bound on a test that grades a notebook for real: a backstop for a grader that hangs. It sits above the
 #: grader's own bounds (on learner code, on its drills), which count a quiet machine's seconds
 #: (labkit.waiting.Deadline) and so last up to ten times longer on a busy machine -- make test's workers make it one.
+#: Tests that run a subprocess under run_patiently with a bound near pyproject's 600-s default use it too.
 GRADING_TIMEOUT = 1800
 OUTPUT = REPO / "test-output"
 #: Lessons executed in a real browser (test_browser.py) instead of papermill, and the text each must show

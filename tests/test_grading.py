@@ -13,7 +13,7 @@ import sys
 import nbformat
 import pytest
 
-from conftest import REPO, run_patiently
+from conftest import GRADING_TIMEOUT, REPO, run_patiently
 from labkit import grading
 from labkit.grading import GradingError, Rules, check, classroom, rules, wire
 
@@ -296,6 +296,7 @@ def test_bad_paths_are_one_line_errors(fixture_exercises, tmp_path):
 
 
 @pytest.mark.notebook
+@pytest.mark.timeout(GRADING_TIMEOUT)  # above run_patiently's bound, which stretches on a busy machine
 def test_labkit_grade_prints_a_table_and_writes_a_json_report(fixture_exercises, tmp_path):
     notebook = tmp_path / "partly_done.ipynb"
     shutil.copy(FIXTURES / "partly_done.ipynb", notebook)
@@ -343,6 +344,7 @@ def _class(root):
 
 
 @pytest.mark.notebook
+@pytest.mark.timeout(GRADING_TIMEOUT)  # above the two run_patiently bounds, which stretch on a busy machine
 def test_a_class_is_graded_into_a_gradebook_and_a_rerun_resumes(fixture_exercises, tmp_path):
     root = tmp_path / "class"
     expected = _class(root)

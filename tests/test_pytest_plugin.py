@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, java_pids_of, run_patiently
+from conftest import GRADING_TIMEOUT, REPO, java_pids_of, run_patiently
 from labkit.errors import LabkitError
 from labkit.testing import plugin, runner, topology
 
@@ -108,6 +108,7 @@ def test_a_topology_test_says_what_failed_in_one_line():
 
 @pytest.mark.integration
 @pytest.mark.slow
+@pytest.mark.timeout(GRADING_TIMEOUT)  # above run_patiently's bound, which stretches on a busy machine
 def test_a_project_outside_the_repo_runs_on_three_real_brokers_with_plain_pytest(tmp_path):
     project = tmp_path / "someone-elses-project"
     project.mkdir()
