@@ -10,9 +10,10 @@
 
 A prediction is a number (right within ``tolerance``, or ``within`` a fraction of the
 outcome), a choice, or a yes/no; a ``judge(prediction, outcome)`` function decides anything
-else. A choice question says whether its right answer is known before the run
-(``answer="one per partition"``: fixed by how Kafka works) or only measured
-(``answer=predict.MEASURED``); ``tests/test_predictions.py`` fails when a known answer's text
+else. The question's cell shows the question and its choices, never the answer: the reveal, a later
+cell, says what the lesson expects of a choice question, known before the run
+(``expected="per partition"``: fixed by how Kafka works) or only measured
+(``expected=predict.MEASURED``); ``tests/test_predictions.py`` fails when a known answer's text
 is in the lesson's markdown before the question is asked, and a reveal that comes out otherwise
 says so. Predictions and outcomes are kept per learner on this machine (:mod:`labkit.runtime.learner`);
 re-running the cell shows the prediction already locked in. Headless runs (papermill, nbval,
@@ -45,13 +46,13 @@ _QUESTIONS: dict[str, "Prediction"] = {}
 
 
 class _Measured:
-    """The ``answer=`` of a choice question whose right answer the run measures (none is known before)."""
+    """The ``expected=`` of a choice question whose right answer the run measures (none is known before)."""
 
     def __repr__(self) -> str:
         return "predict.MEASURED"
 
 
-#: ``predict.ask(..., choices=[...], answer=MEASURED)``: the right choice depends on the run.
+#: ``question.reveal(actual, expected=MEASURED)``: the right choice depends on the run.
 MEASURED = _Measured()
 
 
@@ -101,7 +102,7 @@ class Prediction:
 
     def __init__(self, id: str, question: str, *, choices: Optional[Iterable[Any]] = None, kind: str = "number",
                  tolerance: float = 0.0, within: Optional[float] = None, unit: str = "",
-                 judge: Optional[Callable[[Any, Any], bool]] = None, answer: Any = None) -> None:
+                 judge: Optional[Callable[[Any, Any], bool]] = None) -> None:
         if "." not in id:
             raise ValueError(f"prediction id {id!r} must start with its lesson, like '02.java-partition'")
         self.id, self.question, self.unit = id, question, unit
@@ -109,11 +110,6 @@ class Prediction:
         self.kind = "choice" if self.choices is not None else kind
         if self.kind not in ("number", "choice", "yes/no"):
             raise ValueError(f"kind must be 'number', 'choice' or 'yes/no', not {kind!r}")
-        if answer is not None and answer is not MEASURED and (
-                self.choices is None or str(answer) not in [str(c) for c in self.choices]):
-            raise ValueError(f"answer {answer!r} of {id!r} must be one of its choices (or predict.MEASURED)")
-        #: The right choice when the lesson knows it before the run (None: measured, or not a choice question).
-        self.answer: Any = None if answer is MEASURED else answer
         self.tolerance, self.within, self._judge = tolerance, within, judge
         asked = _ASKED.setdefault(learner.lesson_of(id), [])
         if id not in asked:
@@ -147,16 +143,23 @@ class Prediction:
             return abs(float(predicted) - float(actual)) <= slack
         return str(predicted) == str(actual)
 
-    def reveal(self, actual: Any, explain: str = "") -> Outcome:
-        """Compare the prediction with ``actual`` (what the cluster did), record it, and show both."""
+    def reveal(self, actual: Any, explain: str = "", expected: Any = None) -> Outcome:
+        """Compare the prediction with ``actual`` (what the cluster did), record it, and show both.
+
+        ``expected``: the right choice when the lesson knows it before the run (it is said here, after the
+        question, not where it is asked), or :data:`MEASURED`; a run that came out otherwise says so.
+        """
+        known = None if expected is MEASURED else expected
+        if known is not None and (self.choices is None or str(known) not in [str(c) for c in self.choices]):
+            raise ValueError(f"expected {expected!r} of {self.id!r} must be one of its choices (or predict.MEASURED)")
         if hasattr(actual, "item") and not isinstance(actual, (str, bytes)):
             actual = actual.item()  # a numpy/pandas scalar (a count from a DataFrame): plain Python for the record
         predicted = self.value
         right = None if predicted is None else self.is_right(predicted, actual)
         learner.record_outcome(self.id, actual, right)
         classlink.publish("outcome", self.id, actual=actual, right=right)
-        if self.answer is not None and str(actual) != str(self.answer):
-            explain = (f"(This run did not do what the lesson expects, {_fmt(self.answer)}: the cells above "
+        if known is not None and str(actual) != str(known):
+            explain = (f"(This run did not do what the lesson expects, {_fmt(known)}: the cells above "
                        f"show why.) {explain}").strip()
         return Outcome(self.question, predicted, actual, right, explain, self.unit)
 

@@ -2,10 +2,11 @@
 
 Read from the lesson sources (``scripts/lessons/*.py``) with ``ast``, no broker: each ``nb.md(...)`` is a
 markdown cell, each ``nb.code(...)`` a code cell whose source is parsed for ``predict.ask(...)`` and
-``.reveal(...)``. A choice question declares its right answer when the lesson knows it before the run
-(``answer="..."``, one of the choices) or says the run measures it (``answer=predict.MEASURED``); a known
-answer's text must not be in the markdown between the previous reveal and the ask. Also: every question
-is revealed later, and its choices fit the prediction widget's buttons.
+``.reveal(...)``. A choice question's reveal declares its right answer when the lesson knows it before the run
+(``expected="..."``, one of the choices, or the literal it reveals) or says the run measures it
+(``expected=predict.MEASURED``); the question's own cell never holds it, and a known answer's text must not be
+in the markdown between the previous reveal and the ask. Also: every question is revealed later, and its
+choices fit the prediction widget's buttons.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Ask:
     variable: Optional[str]
     choices: Any = None            # the evaluated choices, or None (not a choice question / not a literal)
     choices_literal: bool = False
+    #: the ``answer=`` the ask itself was given (there is none: the question's cell must not hold the answer)
     answer_node: Optional[ast.expr] = None
     kind: str = "number"
 
@@ -47,6 +49,8 @@ class Lesson:
     asks: list[Ask] = field(default_factory=list)
     #: cell index -> names whose .reveal( is called in that cell
     reveals: dict[int, set[str]] = field(default_factory=dict)
+    #: (cell index, name, the call) of every ``name.reveal(...)``, in order
+    reveal_calls: list[tuple[int, str, ast.Call]] = field(default_factory=list)
 
 
 def _literal(node: ast.expr) -> Any:
@@ -88,6 +92,7 @@ def _read_code(lesson: Lesson, index: int, source: str) -> None:
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "reveal"
                 and isinstance(node.func.value, ast.Name)):
             lesson.reveals.setdefault(index, set()).add(node.func.value.id)
+            lesson.reveal_calls.append((index, node.func.value.id, node))
     for node in ast.walk(tree):
         if not _is_ask(node):
             continue
@@ -105,20 +110,29 @@ def _read_code(lesson: Lesson, index: int, source: str) -> None:
         lesson.asks.append(ask)
 
 
-def _declared_answer(ask: Ask) -> Any:
-    """The known answer (a literal), ``predict.MEASURED``, or a test failure saying what is wrong."""
+def _declared_answer(lesson: Lesson, ask: Ask) -> Any:
+    """The known answer (a literal), ``predict.MEASURED``, or a test failure saying what is wrong: read from the
+    question's first reveal (its ``expected=``, else the literal it reveals), never from the question's cell."""
     where = f"{ask.id} (cell {ask.cell}, line {ask.line} of the cell)"
-    node = ask.answer_node
+    if ask.answer_node is not None:
+        raise AssertionError(f"{where}: the question's cell holds its answer (answer=): say it in the reveal, "
+                             "expected=\"<the right choice>\"")
+    reveal = next((call for cell, name, call in lesson.reveal_calls if cell >= ask.cell and name == ask.variable),
+                  None)
+    node = None if reveal is None else {k.arg: k.value for k in reveal.keywords}.get("expected")
+    if node is None and reveal is not None and reveal.args and isinstance(reveal.args[0], ast.Constant):
+        node = reveal.args[0]  # a reveal of a literal: the lesson knew the answer
     if node is None:
-        raise AssertionError(f"{where}: a choice question declares its answer: answer=\"<the right choice>\" when "
-                             "it is known before the run, or answer=predict.MEASURED when the run decides it")
+        raise AssertionError(f"{where}: a choice question's reveal declares its answer: expected=\"<the right "
+                             "choice>\" when it is known before the run, or expected=predict.MEASURED when the run "
+                             "decides it")
     if isinstance(node, ast.Attribute) and node.attr == "MEASURED" and isinstance(node.value, ast.Name) \
             and node.value.id == "predict":
         return predict.MEASURED
     try:
         return ast.literal_eval(node)
     except ValueError:
-        raise AssertionError(f"{where}: answer= must be a literal (or predict.MEASURED), so this test can "
+        raise AssertionError(f"{where}: expected= must be a literal (or predict.MEASURED), so this test can "
                              f"read it: {ast.unparse(node)}") from None
 
 
@@ -149,7 +163,7 @@ def test_no_known_answer_is_stated_before_its_question(path):
         if ask.kind != "choice":
             continue
         try:
-            answer = _declared_answer(ask)
+            answer = _declared_answer(lesson, ask)
         except AssertionError as exc:
             problems.append(str(exc))
             continue
@@ -191,37 +205,42 @@ def _lesson_from(tmp_path: Path, source: str) -> Lesson:
 PROBE = '''
 nb.md("""{before}""")
 nb.code("""
-q = predict.ask("99.q", "How are offsets numbered?", choices=["per partition", "per topic"]{answer})
+q = predict.ask("99.q", "How are offsets numbered?", choices=["per partition", "per topic"]{ask})
 q
 """)
 nb.code("""
-q.reveal("per partition")
+q.reveal(by_partition{expected})
 """)
 '''
 
 
-def _problems(tmp_path, before, answer):
-    lesson = _lesson_from(tmp_path, PROBE.format(before=before, answer=answer))
+def _problems(tmp_path, before, expected, ask=""):
+    lesson = _lesson_from(tmp_path, PROBE.format(before=before, expected=expected, ask=ask))
     [ask] = lesson.asks
-    declared = _declared_answer(ask)
+    declared = _declared_answer(lesson, ask)
     return declared, states(markdown_before(lesson, ask), declared)
 
 
 def test_the_check_finds_an_answer_in_the_markdown_before_its_question(tmp_path):
-    assert _problems(tmp_path, "Offsets are counted **per  partition**.", ', answer="per partition"')[1]
-    assert not _problems(tmp_path, "Offsets are positions.", ', answer="per partition"')[1]
+    assert _problems(tmp_path, "Offsets are counted **per  partition**.", ', expected="per partition"')[1]
+    assert not _problems(tmp_path, "Offsets are positions.", ', expected="per partition"')[1]
     with pytest.raises(AssertionError, match="declares its answer"):
         _problems(tmp_path, "", "")
     with pytest.raises(AssertionError, match="must be a literal"):
-        _problems(tmp_path, "", ", answer=ANSWER")
-    assert _problems(tmp_path, "per partition", ", answer=predict.MEASURED")[0] is predict.MEASURED
+        _problems(tmp_path, "", ", expected=ANSWER")
+    assert _problems(tmp_path, "per partition", ", expected=predict.MEASURED")[0] is predict.MEASURED
+    with pytest.raises(AssertionError, match="question's cell holds its answer"):
+        _problems(tmp_path, "", ', expected="per partition"', ask=', answer="per partition"')
+    literal = _lesson_from(tmp_path, PROBE.format(before="", ask="", expected="").replace("by_partition",
+                                                                                       '"per partition"'))
+    assert _declared_answer(literal, literal.asks[0]) == "per partition"  # a reveal of a literal declares it
 
 
 def test_markdown_before_an_earlier_reveal_does_not_count(tmp_path):
-    source = PROBE.format(before="per partition", answer=', answer="per partition"') + '''
+    source = PROBE.format(before="per partition", ask="", expected=', expected="per partition"') + '''
 nb.md("""Next question.""")
 nb.code("""
-r = predict.ask("99.r", "Again?", choices=["per partition", "per topic"], answer="per partition")
+r = predict.ask("99.r", "Again?", choices=["per partition", "per topic"])
 r
 """)
 nb.code("""
@@ -239,13 +258,16 @@ def test_numbers_match_only_as_tokens_of_their_own():
     assert states("all 3 brokers", 3)
 
 
-def test_a_declared_answer_must_be_a_choice_and_a_differing_run_says_so(tmp_path, monkeypatch):
+def test_an_expected_answer_must_be_a_choice_and_a_differing_run_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("LABKIT_STATE_DIR", str(tmp_path))
     with pytest.raises(ValueError, match="one of its choices"):
-        predict.ask("99.bad", "?", choices=["a", "b"], answer="c")
+        predict.ask("99.bad", "?", choices=["a", "b"]).reveal("a", expected="c")
     with pytest.raises(ValueError, match="one of its choices"):
-        predict.ask("99.number", "?", answer=3)
-    q = predict.ask("99.known", "?", choices=[0, 50, 100], answer=0)
-    assert "expects" not in repr(q.reveal(0, "refused"))
-    assert "did not do what the lesson expects, 0" in repr(q.reveal(100, "refused"))
-    assert predict.ask("99.measured", "?", choices=["a", "b"], answer=predict.MEASURED).answer is None
+        predict.ask("99.number", "?").reveal(3, expected=3)
+    with pytest.raises(TypeError):
+        predict.ask("99.given-away", "?", choices=["a", "b"], answer="a")  # the question never carries it
+    q = predict.ask("99.known", "?", choices=[0, 50, 100])
+    assert "expects" not in repr(q.reveal(0, "refused", expected=0))
+    assert "did not do what the lesson expects, 0" in repr(q.reveal(100, "refused", expected=0))
+    measured = predict.ask("99.measured", "?", choices=["a", "b"])
+    assert "expects" not in repr(measured.reveal("b", "it depends", expected=predict.MEASURED))

@@ -86,7 +86,7 @@ address of broker 1, and let it send its first request (a *metadata* request):
 """)
 nb.code("""
 q_discovery = predict.ask("00.discovery", "A client is given the address of broker 1 only. After its first "
-                          "request, how many brokers does it know about?", choices=[1, 2, 3], answer=3)
+                          "request, how many brokers does it know about?", choices=[1, 2, 3])
 q_discovery
 """)
 nb.code("""
@@ -104,7 +104,8 @@ print("asked broker 1 only, and learned about brokers", sorted(metadata.brokers)
 """, check=True)
 nb.code("""
 q_discovery.reveal(len(metadata.brokers), "Any broker answers a metadata request with the whole cluster: "
-                   "every broker's id and address.")
+                   "every broker's id and address.",
+                   expected=3)
 """)
 nb.md("""
 So a client needs only **one** reachable broker to start: that broker's metadata tells it about
@@ -132,7 +133,7 @@ came from (`learned` from metadata, or `configured` by you).
 nb.code("""
 q_address = predict.ask("00.advertised", "The consumer is given localhost; broker 1 advertises 127.0.0.1. Which "
                         "host name do its connections to the partition leaders use?",
-                        choices=["localhost", "127.0.0.1"], answer="127.0.0.1")
+                        choices=["localhost", "127.0.0.1"])
 q_address
 """)
 nb.code("""
@@ -179,7 +180,8 @@ nb.code("""
 used = {c["connected to"].rsplit(":", 1)[0] for c in connections.values()}
 q_address.reveal("127.0.0.1" if used == {"127.0.0.1"} else "localhost" if used == {"localhost"} else str(used),
                  "The bootstrap address is only asked for metadata; every later connection goes where the "
-                 "brokers advertise.")
+                 "brokers advertise.",
+                 expected="127.0.0.1")
 """)
 nb.md("""
 After bootstrapping, a client connects to the **advertised** addresses only; the bootstrap

@@ -61,7 +61,7 @@ Before you run it: how are the offsets counted?
 nb.code("""
 q_offsets = predict.ask("01.offsets", "30 records go to 3 partitions. Does the broker count offsets 0, 1, 2, ... "
                         "in each partition, or with one counter across the topic (0 to 29)?",
-                        choices=["per partition", "across the topic"], answer="per partition")
+                        choices=["per partition", "across the topic"])
 q_offsets
 """)
 nb.code("""
@@ -95,7 +95,8 @@ print("offsets in each partition are 0, 1, 2, ... with no gaps:",
 """, check=True)
 nb.code("""
 q_offsets.reveal("per partition" if all(offs[0] == 0 for offs in per_partition) else "across the topic",
-                 "Each partition is a log of its own; the offset is a position in that log, not in the topic.")
+                 "Each partition is a log of its own; the offset is a position in that log, not in the topic.",
+                 expected="per partition")
 """)
 
 nb.md("""
@@ -245,8 +246,7 @@ nb.code("""
 q_index = predict.ask("01.index-entries", "1,000 records in batches of 10, about 190 KB, in the open segment. "
                       "How many entries will its offset index (.index) get: one per record (1,000), one per "
                       "batch (100), one per ~4 KB of log (a few dozen), or none until the segment is closed?",
-                      choices=["one per record", "one per batch", "one per ~4 KB", "none yet"],
-                      answer="one per ~4 KB")
+                      choices=["one per record", "one per batch", "one per ~4 KB", "none yet"])
 q_index
 """)
 nb.code("""
@@ -269,7 +269,8 @@ n = len(segment.offsets)
 q_index.reveal("one per record" if n == segment.records else "one per batch" if n == len(segment.batches)
                else "none yet" if n == 0 else "one per ~4 KB",
                f"{n} entries for {len(segment.batches)} batches: the broker adds one each time more than "
-               "index.interval.bytes (4,096) of log were written since the last, even in the open segment.")
+               "index.interval.bytes (4,096) of log were written since the last, even in the open segment.",
+               expected="one per ~4 KB")
 """)
 nb.code("""
 batch_starts = {b.last_offset: b.position for b in segment.batches}

@@ -109,7 +109,7 @@ nb.code("""
 keys = [f"customer-{i}" for i in range(200)]
 q_python = predict.ask("02.python-agrees", "Of the 200 keys, how many does the default Python producer store in the "
                        "partition the Java producer chose: all 200, about one in six (chance), or none?",
-                       choices=["all 200", "about 1 in 6", "none"], answer="about 1 in 6")
+                       choices=["all 200", "about 1 in 6", "none"])
 q_python
 """)
 nb.code("""
@@ -154,7 +154,8 @@ nb.code("""
 agreed = same_as_java["python-default"]
 q_python.reveal("all 200" if agreed == len(keys) else "none" if agreed == 0 else "about 1 in 6",
                 f"{agreed} of {len(keys)}: librdkafka's default partitioner, consistent_random, hashes the key with "
-                "CRC32, not murmur2.")
+                "CRC32, not murmur2.",
+                expected="about 1 in 6")
 """)
 nb.md("""
 confluent-kafka does *not* use the Java formula by default: its `partitioner` setting defaults to
@@ -195,7 +196,7 @@ nb.code("""
 q_abs = predict.ask("02.math-abs", "The slide's Math.abs(murmur2(key)) % 6 (modulus fixed): what share of keys "
                     "does it put in a different partition than the Java producer? (None would mean: only the "
                     "hash -2^31 differs.)",
-                    choices=["none", "about 1 in 6", "about 1 in 3", "about 1 in 2"], answer="about 1 in 3")
+                    choices=["none", "about 1 in 6", "about 1 in 3", "about 1 in 2"])
 q_abs
 """)
 nb.code("""
@@ -226,7 +227,8 @@ share = len(elsewhere) / len(keys)
 q_abs.reveal("none" if not elsewhere else "about 1 in 6" if share < 0.25
              else "about 1 in 3" if share < 0.42 else "about 1 in 2",
              f"{share:.0%} here. Half the hashes are negative; for those, toPositive and Math.abs differ by "
-             "2h + 2^31, a multiple of 6 only for one negative hash in three — so two in three move.")
+             "2h + 2^31, a multiple of 6 only for one negative hash in three — so two in three move.",
+             expected="about 1 in 3")
 """)
 
 nb.md("""
@@ -279,7 +281,7 @@ nb.code("""
 ids = [f"customer-{i}" for i in range(300)]
 q_moved = predict.ask("02.moved", "The topic grows from 6 to 8 partitions. What share of 300 keys will "
                       "write to a different partition afterwards?",
-                      choices=["about 1 in 4", "about half", "about 3 in 4", "all of them"], answer="about 3 in 4")
+                      choices=["about 1 in 4", "about half", "about 3 in 4", "all of them"])
 q_moved
 """)
 nb.code("""
@@ -306,7 +308,8 @@ share = moved / len(ids)
 q_moved.reveal("all of them" if moved == len(ids) else "about 3 in 4" if share > 0.62 else
                "about half" if share > 0.37 else "about 1 in 4",
                f"{share:.0%} moved: a hash stays put only if h % 6 == h % 8, true for 6 of every 24 values "
-               "(24 is the least common multiple): one key in four stays.")
+               "(24 is the least common multiple): one key in four stays.",
+               expected="about 3 in 4")
 """)
 nb.md("""
 The formula divides by the partition count, so after adding partitions most keys map somewhere
@@ -391,7 +394,7 @@ nb.code("""
 q_sticky = predict.ask("02.sticky", "3,000 keyless records over about a second, all fitting in one batch. How does "
                        "the Python producer spread them: all in one partition (the batch never fills), a new "
                        "partition every ~50 ms, or a new partition for every record?",
-                       choices=["one partition", "every ~50 ms", "every record"], answer="every ~50 ms")
+                       choices=["one partition", "every ~50 ms", "every record"])
 q_sticky
 """)
 nb.code("""
@@ -435,7 +438,8 @@ print("and records travelled in runs, not one by one:", switches < len(order) / 
 nb.code("""
 q_sticky.reveal("one partition" if switches == 0 else "every record" if switches > len(order) / 2 else "every ~50 ms",
                 "librdkafka's sticky partitioner picks a new random partition each sticky.partitioning.linger.ms; "
-                "a run lasts one interval, or two when the draw repeats the partition.")
+                "a run lasts one interval, or two when the draw repeats the partition.",
+                expected="every ~50 ms")
 """)
 nb.md("""
 **librdkafka** (so the Python client) switches on a **timer**: every `sticky.partitioning.linger.ms`

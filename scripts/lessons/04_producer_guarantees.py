@@ -127,7 +127,7 @@ Now stop brokers, one, then two of the three, and send 100 records each time.
 """)
 nb.code("""
 two_down = predict.ask("04.acks-all-two-down", "Two of the three brokers are down. Of 100 records sent with "
-                       "acks=all (min.insync.replicas=2), how many are acknowledged?", choices=[0, 50, 100], answer=0)
+                       "acks=all (min.insync.replicas=2), how many are acknowledged?", choices=[0, 50, 100])
 two_down
 """)
 nb.code("""
@@ -155,7 +155,8 @@ print("acks=1 still gets acknowledgements:", results["2 brokers down, acks=1"].a
 nb.code("""
 two_down.reveal(results["2 brokers down, acks=all"].acked,
                 "With the leader alone in the ISR, fewer than min.insync.replicas copies exist: it refuses every "
-                "acks=all write (NOT_ENOUGH_REPLICAS), and the producer gives up after message.timeout.ms.")
+                "acks=all write (NOT_ENOUGH_REPLICAS), and the producer gives up after message.timeout.ms.",
+                expected=0)
 """)
 nb.md("""
 The broker **refuses** an `acks=all` write when fewer than `min.insync.replicas` replicas are in
@@ -563,7 +564,7 @@ print(f"first run: from offset {crash['start']}, {crash['done']} transactions co
 nb.code("""
 exactly = predict.ask("04.ctp-exactly", "The second run takes over. How many times does a read_committed reader see "
                       "the ledger record of a payment from the batch that was open at the crash?",
-                      choices=["never", "once", "twice"], answer="once")
+                      choices=["never", "once", "twice"])
 exactly
 """)
 nb.code("""
@@ -598,7 +599,8 @@ exactly.reveal("once" if bool((seen_committed[crashed_ids] == 1).all()) else
                "never" if not set(crashed_ids) & set(seen_committed.index) else "twice",
                "The crashed transaction's ledger records and its input offsets were never committed: the new "
                "instance's init_transactions aborted it, and the group's committed offset still pointed at the "
-               "start of that batch, so the batch was processed again, in a transaction that committed.")
+               "start of that batch, so the batch was processed again, in a transaction that committed.",
+               expected="once")
 """)
 nb.md("""
 Two things made it exactly once for `read_committed` readers: the offsets were committed **in**

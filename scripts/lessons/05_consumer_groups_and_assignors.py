@@ -161,7 +161,7 @@ nb.code("""
 coordinator_dies = predict.ask("05.coordinator-dies", "The coordinator's broker is killed while the members "
                                "consume. What happens to their partitions: all revoked (a full rebalance), none "
                                "revoked (they carry on), or the group is gone until the broker returns?",
-                               choices=["all revoked", "none revoked", "group gone"], answer=predict.MEASURED)
+                               choices=["all revoked", "none revoked", "group gone"])
 coordinator_dies
 """)
 nb.code("""
@@ -197,7 +197,8 @@ coordinator_dies.reveal(
     "they had to join again, a rebalance. (With a session timeout longer than the move, they carry on.)"
     if revoked_total else
     "The group lives in a replicated __consumer_offsets partition: another broker took it over, and the members' "
-    "heartbeats reached it within their session timeout.")
+    "heartbeats reached it within their session timeout.",
+    expected=predict.MEASURED)
 """)
 nb.code("""
 workers.wait_processed(len(ids), timeout=90)
@@ -299,7 +300,7 @@ each, read the same topic.
 """)
 nb.code("""
 idle = predict.ask("05.idle", "Three members in one group on a topic of 2 partitions: how many members get no "
-                   "partition?", choices=[0, 1, 2], answer=1)
+                   "partition?", choices=[0, 1, 2])
 idle
 """)
 nb.code("""
@@ -328,7 +329,7 @@ for g in (crowd, billing, audit):
     g.stop()
 """, check=True)
 nb.code("""
-idle.reveal(idle_members, "A partition has one owner per group; the third member waits as a hot spare.")
+idle.reveal(idle_members, "A partition has one owner per group; the third member waits as a hot spare.", expected=1)
 """)
 nb.md("""
 A partition has one owner per group, so a group can't use more members than the topic has
@@ -404,7 +405,7 @@ each group:
 nb.code("""
 eager_revokes = predict.ask("05.eager-revoked", "A fourth member joins the range group of a, b and c (6 partitions, 2 "
                             "each). How many partitions do a, b and c give up in their on_revoke callbacks?",
-                            choices=[0, 1, 2, 6], answer=6)
+                            choices=[0, 1, 2, 6])
 eager_revokes
 """)
 nb.code("""
@@ -449,7 +450,8 @@ print("cooperative: members that kept their partitions revoked none:",
 """, check=True)
 nb.code("""
 eager_revokes.reveal(sum(revoked["eager (range)"][m] for m in "abc"),
-                     "Eager protocols start every rebalance by revoking everything, even what comes straight back.")
+                     "Eager protocols start every rebalance by revoking everything, even what comes straight back.",
+                     expected=6)
 """)
 nb.md("""
 `range` and `roundrobin` are **eager**: at every rebalance each member first gives up (*revokes*)

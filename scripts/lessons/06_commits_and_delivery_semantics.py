@@ -95,7 +95,7 @@ one — or failed:
 nb.code("""
 latest_reads = predict.ask("06.latest-reads", "A brand-new group with auto.offset.reset=latest subscribes to a topic "
                            "holding 100 records while new ones keep arriving. How many of the 100 does it read?",
-                           choices=[0, 50, 100], answer=0)
+                           choices=[0, 50, 100])
 latest_reads
 """)
 nb.code("""
@@ -150,7 +150,8 @@ print("error (Java's none): nothing read, an _AUTO_OFFSET_RESET error instead:",
 nb.code("""
 latest_reads.reveal(resets["latest"]["old read"],
                     "latest starts at the end of the log as it was when the group first fetched: the 100 stored "
-                    "records are skipped for good, only new ones are read.")
+                    "records are skipped for good, only new ones are read.",
+                    expected=0)
 """)
 nb.md("""
 * `earliest` starts at the log start offset: everything the topic still holds.
@@ -216,8 +217,7 @@ the member left, as a stuck batch would). Then it commits.
 """)
 nb.code("""
 evicted_commit = predict.ask("06.evicted-commit", "A member processes a batch for longer than max.poll.interval.ms, "
-                             "then commits the batch. Its commit:", choices=["succeeds", "fails", "waits"],
-                             answer="fails")
+                             "then commits the batch. Its commit:", choices=["succeeds", "fails", "waits"])
 evicted_commit
 """)
 nb.code("""
@@ -280,7 +280,8 @@ print("then its commit of the batch failed:", commit_outcome != "committed")
 nb.code("""
 evicted_commit.reveal("succeeds" if commit_outcome == "committed" else "fails",
                       f"{commit_outcome}: librdkafka left the group on the member's behalf when the interval ran out "
-                      "(the broker logged the LeaveGroup), so the partitions it had are no longer its to commit.")
+                      "(the broker logged the LeaveGroup), so the partitions it had are no longer its to commit.",
+                      expected="fails")
 """)
 nb.md("""
 Who processes those 5 orders now? Another member of the group starts where the group's last
@@ -427,7 +428,7 @@ commit and move on. 20 payments, two of them not JSON:
 """)
 nb.code("""
 parked = predict.ask("06.dead-letters", "After the first pass and one retry pass, how many records are in the "
-                     "dead-letter topic?", choices=[0, 2, 4, 20], answer=2)
+                     "dead-letter topic?", choices=[0, 2, 4, 20])
 parked
 """)
 nb.code("""
@@ -479,7 +480,8 @@ print("good records processed, poison ones parked:", processed_ok == 18 and len(
 """, check=True)
 nb.code("""
 parked.reveal(len(cluster.read_all(dead_letters)), "Two records are not JSON: each failed once (to the retry topic) "
-              "and again there (to the dead-letter topic); the other 18 were processed at the first attempt.")
+              "and again there (to the dead-letter topic); the other 18 were processed at the first attempt.",
+              expected=2)
 """)
 
 nb.md("""

@@ -299,7 +299,7 @@ checkpoint in exactly that state; on restart Spark runs that batch again:
 """)
 nb.code("""
 kafka_copies = predict.ask("07.kafka-sink-copies", "After the batch runs again, how many copies of its windows does "
-                           "the results topic (Kafka sink) hold?", choices=[1, 2, 3], answer=2)
+                           "the results topic (Kafka sink) hold?", choices=[1, 2, 3])
 kafka_copies
 """)
 nb.code("""
@@ -323,7 +323,8 @@ print("Kafka sink: every window present:", set(rows(in_kafka)) == set(expected),
 nb.code("""
 kafka_copies.reveal(int(copies["Kafka sink"][copies["Kafka sink"] > 0].index.max()),
                     "The Kafka sink cannot take back what it produced: the replayed batch wrote its windows again. "
-                    "The file sink checked its own log of finished batches and wrote nothing twice.")
+                    "The file sink checked its own log of finished batches and wrote nothing twice.",
+                    expected=2)
 """)
 nb.md("""
 * The **file sink is exactly-once**: it keeps its own log of finished batches
@@ -395,7 +396,7 @@ Each batch's end offsets are the next one's start offsets: no record read twice,
 nb.code("""
 latest_rows = predict.ask("07.latest-rows", "A new query with startingOffsets=latest starts on the 6,000-record "
                           "topic, then 50 more events arrive. How many rows does it see?",
-                          choices=[0, 50, 6000, 6050], answer=50)
+                          choices=[0, 50, 6000, 6050])
 latest_rows
 """)
 nb.code("""
@@ -414,7 +415,8 @@ only_new.stop()
 """, check=True)
 nb.code("""
 latest_rows.reveal(seen_by_latest, "startingOffsets only applies to a query's first run, and latest means the end of "
-                   "each partition at that moment: the backlog is skipped, the new events are read.")
+                   "each partition at that moment: the backlog is skipped, the new events are read.",
+                   expected=50)
 """)
 nb.md("""
 ### A live view of a running query

@@ -164,8 +164,7 @@ Three serializers, one per strategy, write the same order to a second topic.
 """)
 nb.code("""
 one_id = predict.ask("09.one-id", "The same schema is registered under three subjects (plus the first one). "
-                     "How many different schema ids does the registry hand out?", choices=[1, 2, 3, 4],
-                     answer=1)
+                     "How many different schema ids does the registry hand out?", choices=[1, 2, 3, 4])
 one_id
 """)
 nb.code("""
@@ -191,7 +190,8 @@ print("one schema, one id, whatever the subject:", set(subjects["schema id"]) ==
 """, check=True)
 nb.code("""
 one_id.reveal(subjects["schema id"].nunique(), "Ids are global and content-addressed: the same schema text gets "
-              "the same id in every subject; a subject only adds a version number pointing to it.")
+              "the same id in every subject; a subject only adds a version number pointing to it.",
+              expected=1)
 """)
 
 nb.md("""
@@ -241,7 +241,7 @@ second version.
 """)
 nb.code("""
 full_guess = predict.ask("09.full-accepts", "Under FULL, how many of the five changes does the registry accept?",
-                         choices=[0, 1, 2, 3, 4, 5], answer=1)
+                         choices=[0, 1, 2, 3, 4, 5])
 full_guess
 """)
 nb.code("""
@@ -271,7 +271,8 @@ print("the subject still has only version 1:", registry.get_versions(refused_sub
 nb.code("""
 full_guess.reveal(sum(v["FULL"].accepted for v in verdicts.values()),
                   "Only a field with a default can come or go in both directions; a rename is a removal plus "
-                  "an addition without default, and Avro promotes int to long for readers only.")
+                  "an addition without default, and Avro promotes int to long for readers only.",
+                  expected=1)
 """)
 
 nb.md("""

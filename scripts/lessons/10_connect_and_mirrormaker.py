@@ -153,7 +153,7 @@ for i, value in enumerate(values):
     producer.produce(payments, key=f"k{i}", value=value)
 producer.flush(10)
 q_poison = predict.ask("10.poison", "The sink reads 7 records; the 4th is not JSON. With Connect's default error "
-                       "handling, how many payments reach the file?", choices=[0, 3, 6, 7], answer=0)
+                       "handling, how many payments reach the file?", choices=[0, 3, 6, 7])
 q_poison
 """)
 nb.code("""
@@ -171,7 +171,8 @@ print("payments written to the file:", written)
 """, check=True)
 nb.code("""
 q_poison.reveal(written, "The task converts the whole batch it polled before handing it to the file, so the "
-                "three good records before the poison one are not written either; and nothing is committed.")
+                "three good records before the poison one are not written either; and nothing is committed.",
+                expected=0)
 """)
 nb.md("""
 With `errors.tolerance=none` (the default) the first bad record stops the task, and it stays
@@ -324,7 +325,7 @@ primary.describe_topic(orders)
 nb.code("""
 q_name = predict.ask("10.remote-topic", f"MirrorMaker 2 copies {orders} from primary to dr. What is it called on "
                      "dr (without the run's suffix)?",
-                     choices=["orders", "primary.orders", "dr.orders", "orders.replica"], answer="primary.orders")
+                     choices=["orders", "primary.orders", "dr.orders", "orders.replica"])
 q_name
 """)
 nb.code("""
@@ -345,7 +346,8 @@ print("but not at the same offsets: dr numbers its copy from 0:",
 """, check=True)
 nb.code("""
 q_name.reveal(remote.replace(f"-{run}", ""), "DefaultReplicationPolicy prefixes the source cluster's alias, so a copy never collides with "
-              "dr's own topic of the same name, and everyone can see where it came from.")
+              "dr's own topic of the same name, and everyone can see where it came from.",
+              expected="primary.orders")
 """)
 nb.md("""
 ### Topic configs and partitions follow
@@ -408,8 +410,7 @@ finally:
 reports_committed = mm.committed(primary, "reports", orders)
 q_translate = predict.ask("10.translate", "On dr, where does the translated offset point, compared with the "
                           "record the group had reached on primary?",
-                          choices=["the same record", "an earlier record", "a later record"],
-                          answer=predict.MEASURED)
+                          choices=["the same record", "an earlier record", "a later record"])
 q_translate
 """)
 nb.code("""
@@ -448,7 +449,8 @@ behind = sum(reached[p] - translated[p] for p in reached)
 q_translate.reveal("the same record" if behind == 0 else "an earlier record",
                    f"{behind} records earlier in all. MirrorMaker only knows the offset pairs it wrote down (offset "
                    "syncs: one per offset.lag.max = 100 records, and at each flush); it translates with the last "
-                   "one before the commit, so a failed-over group re-reads a little and never skips.")
+                   "one before the commit, so a failed-over group re-reads a little and never skips.",
+                   expected=predict.MEASURED)
 """)
 nb.md("""
 The pairs it wrote down are on **primary**, in `mm2-offset-syncs.dr.internal`:
@@ -496,7 +498,7 @@ ipywidgets.HBox([primary.view(topics=[orders], groups=False).widget, dr.view(top
 nb.code("""
 q_lost = predict.ask("10.lost", "Primary dies now. How many acknowledged orders will be missing on dr: none or a "
                      "handful, about a second's worth, or everything since the last checkpoint?",
-                     choices=["a handful or none", "a second's worth", "since checkpoint"], answer=predict.MEASURED)
+                     choices=["a handful or none", "a second's worth", "since checkpoint"])
 q_lost
 """)
 nb.code("""
@@ -546,7 +548,8 @@ nb.code("""
 q_lost.reveal("a handful or none" if len(lost) <= 20 else ("a second's worth" if len(lost) <= 150 else
               "since checkpoint"),
               f"{len(lost)} lost: what primary had acknowledged but MirrorMaker had not copied yet (the replication "
-              "lag measured above). Checkpoints do not decide loss; they decide the duplicates.")
+              "lag measured above). Checkpoints do not decide loss; they decide the duplicates.",
+              expected=predict.MEASURED)
 """)
 nb.md("""
 * **Lost** = the replication lag at the moment of the crash: records acknowledged by primary but

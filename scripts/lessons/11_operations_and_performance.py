@@ -133,8 +133,7 @@ watched = next(p.partition for p in state.partitions if p.leader != controller)
 victim = state[watched].leader
 print(f"active controller: broker {controller}; killing broker {victim}, the leader of partition {watched}")
 q_urp = predict.ask("11.urp-delay", f"Broker {victim} is killed (SIGKILL). How soon does the panel count "
-                    "under-replicated partitions?", choices=["under 1 s", "a few seconds", "30 s or more"],
-                    answer="a few seconds")
+                    "under-replicated partitions?", choices=["under 1 s", "a few seconds", "30 s or more"])
 q_urp
 """)
 nb.code("""
@@ -180,7 +179,8 @@ q_urp.reveal("under 1 s" if urp_after < 1 else "a few seconds" if urp_after < 20
              f"A killed broker says nothing: the controller notices only when its heartbeats stop for "
              f"broker.session.timeout.ms (4 s in the lab, 9 s by default); it then fences it and shrinks "
              f"every ISR it was in (fenced {fenced_after:.1f} s after the kill here, on the panel "
-             f"{urp_after:.1f} s).")
+             f"{urp_after:.1f} s).",
+             expected="a few seconds")
 """)
 nb.code("""
 history = view.metrics_history()
@@ -364,7 +364,7 @@ as the brokers). Run them and the Python client on the **same topic**, same reco
 nb.code("""
 q_race = predict.ask("11.python-vs-java", "50,000 records of 200 bytes, acks=all, default settings otherwise. "
                      "Which producer is faster (\\"about the same\\": within 30 %)?",
-                     choices=["Java's perf tool", "about the same", "Python's client"], answer=predict.MEASURED)
+                     choices=["Java's perf tool", "about the same", "Python's client"])
 q_race
 """)
 nb.code("""
@@ -385,7 +385,8 @@ q_race.reveal("Python's client" if ratio > 1.3 else "Java's perf tool" if ratio 
               f"Python/Java = {ratio:.2f}. The Python client is a thin layer over librdkafka (C); what differs "
               f"most is the defaults: the Java producer is idempotent (at most 5 requests in flight) and "
               f"batches 16 kB per partition, librdkafka is not (up to 1,000,000 in flight) and batches up "
-              f"to 1 MB. When every acks=all round trip is slow, the Java defaults cap the throughput.")
+              f"to 1 MB. When every acks=all round trip is slow, the Java defaults cap the throughput.",
+              expected=predict.MEASURED)
 """)
 nb.md("""
 ### batch.size × linger.ms × acks
@@ -523,8 +524,7 @@ broker reads them into its heap, encrypts, and writes — `sendfile` is impossib
 """)
 nb.code("""
 q_tls = predict.ask("11.tls-cost", "Per MB served, how much broker CPU does a TLS fetch cost compared with a "
-                    "PLAINTEXT one?", choices=["about the same", "up to 2×", "more than 2×"],
-                    answer=predict.MEASURED)
+                    "PLAINTEXT one?", choices=["about the same", "up to 2×", "more than 2×"])
 q_tls
 """)
 nb.code("""
@@ -561,7 +561,8 @@ nb.code("""
 times = per_mb["TLS"] / per_mb["PLAINTEXT"]
 q_tls.reveal("about the same" if times < 1.2 else "up to 2×" if times <= 2 else "more than 2×",
              f"{times:.1f}× here. PLAINTEXT: sendfile, the page cache goes to the socket in the kernel. TLS: "
-             f"read, encrypt, write, in the JVM (and the client decrypts).")
+             f"read, encrypt, write, in the JVM (and the client decrypts).",
+             expected=predict.MEASURED)
 """)
 nb.md("""
 That is the price of encryption in transit: plan broker CPU for it (the factor depends on the

@@ -107,7 +107,7 @@ nb.code("""
 group_q = predict.ask("12.group", "The application has no server of its own. Where does Kafka keep how far it has "
                       "read each partition: in the instances' memory, in a group named after application.id, or "
                       "in a topic of the application's own (<application.id>-offsets)?",
-                      choices=["in memory", "in a group", "in its own topic"], answer="in a group")
+                      choices=["in memory", "in a group", "in its own topic"])
 group_q
 """)
 nb.code("""
@@ -157,7 +157,7 @@ computed from a stream (`groupByKey().count()`).
 """)
 nb.code("""
 table_rows = predict.ask("12.table-rows", "After those five records, how many rows does the table hold?",
-                         choices=[2, 3, 5], answer=2)
+                         choices=[2, 3, 5])
 table_rows
 """)
 nb.code("""
@@ -185,7 +185,8 @@ print("the stream: every one of the five records:", len(cluster.read_all(stream_
 """, check=True)
 nb.code("""
 table_rows.reveal(len(table), "A table keeps the latest value per key: c1's update replaced north, c2's tombstone "
-                  "deleted it. The stream keeps all five: each is an event.")
+                  "deleted it. The stream keeps all five: each is an event.",
+                  expected=2)
 """)
 nb.md("""
 That is the **duality**: a stream of changes builds a table (replay the changes), and a table is
@@ -200,8 +201,7 @@ the store's **changelog**: `<application.id>-views-per-page-changelog`. Kafka St
 """)
 nb.code("""
 changelog_q = predict.ask("12.changelog", f"{len(events)} page views of 4 pages went through count(). How many "
-                          "records does the count's changelog topic hold?", choices=[4, len(events), 2 * len(events)],
-                          answer=predict.MEASURED)
+                          "records does the count's changelog topic hold?", choices=[4, len(events), 2 * len(events)])
 changelog_q
 """)
 nb.code("""
@@ -219,7 +219,8 @@ print("the changelog is compacted:", cluster.describe_configs("topic", changelog
 """, check=True)
 nb.code("""
 changelog_q.reveal(len(records), f"Every update of the store goes to its changelog: {len(records)} updates of "
-                   f"{len(latest)} keys. Compaction will keep the last value per key, which is all a restore needs.")
+                   f"{len(latest)} keys. Compaction will keep the last value per key, which is all a restore needs.",
+                   expected=predict.MEASURED)
 """)
 nb.md("""
 Kafka's defaults would write fewer: a record cache (`statestore.cache.max.bytes`, 10 MB) absorbs
@@ -248,7 +249,7 @@ nb.code("""
 too_late_q = predict.ask("12.too-late", "A view arrives whose 1-minute window ended more than 30 s (the grace) of "
                          "stream time ago. Is it counted?", kind="yes/no")
 hop_q = predict.ask("12.hops", "With 1-minute windows advancing by 30 s, in how many windows is each view counted?",
-                    choices=[1, 2, 3], answer=2)
+                    choices=[1, 2, 3])
 too_late_q
 """)
 nb.code("""
@@ -324,7 +325,8 @@ nb.code("""
 one = next(e for e in events if e.kind == generators.ON_TIME)
 holding = [s for (s, p) in hopping if p == one.page and s <= one.event_time < s + timedelta(minutes=1)]
 hop_q.reveal(len(holding), f"A 1-minute window every 30 s: the view at {one.event_time:%H:%M:%S} is in the windows "
-             f"starting {' and '.join(f'{s:%H:%M:%S}' for s in holding)}.")
+             f"starting {' and '.join(f'{s:%H:%M:%S}' for s in holding)}.",
+             expected=2)
 """)
 nb.code("""
 print(windows.instances[0].log(3, grep="Skipping record for expired window"))
@@ -395,7 +397,7 @@ nb.code("""
 repartition_q = predict.ask("12.repartition", "Does re-keying the orders by customer before the join create a topic "
                             "on the broker?", kind="yes/no")
 paid_q = predict.ask("12.paid", "30 orders; 20 are paid 20 s after the order, 10 are paid 3 minutes after. How many "
-                     "records does the 1-minute stream-stream join write?", choices=[0, 10, 20, 30], answer=20)
+                     "records does the 1-minute stream-stream join write?", choices=[0, 10, 20, 30])
 repartition_q
 """)
 nb.code("""
@@ -435,7 +437,8 @@ repartition_q.reveal(any(t.endswith("-repartition") for t in made),
 """)
 nb.code("""
 paid_q.reveal(len(paid_orders), "A stream-stream join matches records whose timestamps are within the window: 20 s "
-              "apart, yes; 3 minutes apart, no.")
+              "apart, yes; 3 minutes apart, no.",
+              expected=20)
 """)
 nb.md("""
 The application as Kafka describes it, drawn: the repartition topic (orange) is written at the end
@@ -457,7 +460,7 @@ topics that involve a repartition topic.
 nb.code("""
 copart_q = predict.ask("12.copartitioned", "30 orders (3 partitions) join 10 accounts (2 partitions), every customer "
                        "known. With the classic protocol, how many orders find their account?",
-                       choices=["all 30", "some of them", "it refuses"], answer=predict.MEASURED)
+                       choices=["all 30", "some of them", "it refuses"])
 copart_q
 """)
 nb.code("""
@@ -485,7 +488,8 @@ print(f"{found} of 30 orders found their account; the tasks:", classic.instances
 nb.code("""
 copart_q.reveal("all 30" if found == 30 else ("it refuses" if found == 0 else "some of them"),
                 "Task 2 reads orders partition 2 and has no accounts partition at all; tasks 0 and 1 find a "
-                "customer only where its key landed in the same partition number in both topics.")
+                "customer only where its key landed in the same partition number in both topics.",
+                expected=predict.MEASURED)
 """)
 nb.md("""
 Nothing warned: the classic assignor logs *"Skipping the repartition topic validation since
@@ -575,7 +579,7 @@ it; a second instance gets the copies. Then the first one, running every task, i
 nb.code("""
 standby_q = predict.ask("12.standby", "When the other instance takes those tasks over, how many records does it "
                         "restore before it runs them: none (its copy is warm) or the whole changelog?",
-                        choices=["none", "all of it"], answer=predict.MEASURED)
+                        choices=["none", "all of it"])
 standby_q
 """)
 nb.code("""
@@ -602,7 +606,8 @@ print("the survivor restored next to nothing:", int(moved["records"].sum()) < 10
 nb.code("""
 standby_q.reveal("none" if int(moved["records"].sum()) < 1000 else "all of it",
                  "Its standby tasks had applied every changelog record already; only what was written after their "
-                 "last update is left to read.")
+                 "last update is left to read.",
+                 expected=predict.MEASURED)
 """)
 nb.md("""
 The takeover took about the **session timeout** (6 s here, `consumer.session.timeout.ms`; 45 s by
@@ -624,8 +629,7 @@ nothing). With `at_least_once`, what it processed after its last commit is proce
 nb.code("""
 eos_q = predict.ask("12.eos", "6,000 payments, the instance killed after about a third. How many duplicates does a "
                     "read_committed reader find in the ledger with at_least_once, and with exactly_once_v2?",
-                    choices=["none / none", "some / none", "some / some"],
-                    answer=predict.MEASURED)
+                    choices=["none / none", "some / none", "some / some"])
 eos_q
 """)
 nb.code("""
@@ -694,7 +698,8 @@ eos_q.reveal(f"{'some' if alos else 'none'} / {'some' if eos else 'none'}",
              f"At least once: when it was killed, {guarantees['ledger offsets past the commits at the kill'][0]} ledger "
              "records were past its last commit (at most 1 s of work here); after the restart it processed everything "
              f"after that commit again: {alos} duplicates in the ledger. Exactly once: what it wrote after "
-             "its last commit was in an open transaction, aborted when the instance died.")
+             "its last commit was in an open transaction, aborted when the instance died.",
+             expected=predict.MEASURED)
 """)
 nb.md("""
 Under exactly-once something more holds a `read_committed` reader of the ledger back after the
@@ -779,7 +784,7 @@ side: one order at a time, timed from `produce()` until a plain consumer reads t
 nb.code("""
 latency_q = predict.ask("12.latency", "Kafka Streams handles each record as it arrives. With Kafka's own settings, "
                         "about how long from producing one order until its result can be read?",
-                        choices=["1 ms", "10 ms", "100 ms", "1 s"], answer=predict.MEASURED)
+                        choices=["1 ms", "10 ms", "100 ms", "1 s"])
 latency_q
 """)
 nb.code("""
@@ -849,7 +854,8 @@ nearest = min([1, 10, 100, 1000], key=lambda ms: abs(ms - default_p50))
 latency_q.reveal({1: "1 ms", 10: "10 ms", 100: "100 ms", 1000: "1 s"}[nearest],
                  f"Median {default_p50:.0f} ms: Kafka Streams gives its producer linger.ms=100 (the Java client's own "
                  "default is 5 ms), so each result waits up to 100 ms for others to share its batch. With 0, what is "
-                 "left is one produce, one poll and one processing step.")
+                 "left is one produce, one poll and one processing step.",
+                 expected=predict.MEASURED)
 """)
 nb.md("""
 That is the library's trade: the work happens per record, in a JVM you start, size and deploy

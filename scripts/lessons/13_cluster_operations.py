@@ -268,7 +268,7 @@ except labkit.LabkitError as refused:
 nb.code("""
 q_skip = predict.ask("13.skip-drain", f"Remove broker {extra} anyway (force=True). What becomes of the partitions "
                      "it held: moved to other brokers by Kafka, left under-replicated, or offline?",
-                     choices=["moved by Kafka", "under-replicated", "offline"], answer="under-replicated")
+                     choices=["moved by Kafka", "under-replicated", "offline"])
 q_skip
 """)
 nb.code("""
@@ -287,7 +287,8 @@ nb.code("""
 q_skip.reveal("under-replicated" if stuck and all(p.leader is not None for p in ops.partitions(cluster, [audit]))
               else "offline" if stuck else "moved by Kafka",
               f"The controller dropped broker {extra} from every ISR, but only a reassignment changes a replica list. "
-              "With RF 3 and min.insync.replicas 2, acks=all writes still work — one more failure and they stop.")
+              "With RF 3 and min.insync.replicas 2, acks=all writes still work — one more failure and they stop.",
+              expected="under-replicated")
 """)
 nb.md("""
 The repair is the drain that was skipped: a reassignment that replaces the missing broker. It works
@@ -517,7 +518,7 @@ follower0 = next(r for r in cluster.describe_topic(history)[0].replicas if r != 
 q_rack = predict.ask("13.follower-fetch", f"A consumer with client.rack={rack_of[follower0]} reads partition 0 of "
                      f"{history}: led by broker {leader0} ({rack_of[leader0]}), with a follower, broker {follower0}, "
                      f"in {rack_of[follower0]}. Which broker serves most of its bytes?",
-                     choices=["the leader", "the follower"], answer="the follower")
+                     choices=["the leader", "the follower"])
 q_rack
 """)
 nb.code("""
@@ -554,7 +555,8 @@ nb.code("""
 q_rack.reveal("the follower" if fetched_from == follower0 else "the leader",
               "The first fetch goes to the leader, which answers with a preferred read replica in the client's rack; "
               "from then on the follower serves it (up to its high watermark): no bytes cross racks — or availability "
-              "zones, which cloud providers charge for.")
+              "zones, which cloud providers charge for.",
+              expected="the follower")
 """)
 
 nb.md("""

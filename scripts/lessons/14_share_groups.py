@@ -81,7 +81,7 @@ at the same moment, on the same machine.
 """)
 nb.code("""
 q_busy = predict.ask("14.busy-members", "Both groups have six members on a topic of 2 partitions. How many of the "
-                     "share group's six members get jobs?", choices=[1, 2, 3, 6], answer=6)
+                     "share group's six members get jobs?", choices=[1, 2, 3, 6])
 q_busy
 """)
 nb.code("""
@@ -139,7 +139,8 @@ print("every job was done by each group:", per_member.sum().tolist() == [len(ids
 """, check=True)
 nb.code("""
 q_busy.reveal(busy["share group"], "In a share group several members fetch from the same partition; the broker hands "
-              "out records one by one, each to one member, locked while it works on it.")
+              "out records one by one, each to one member, locked while it works on it.",
+              expected=6)
 """)
 nb.md("""
 A consumer group scales with **partitions**: the four members beyond two partitions wait, idle, for
@@ -176,7 +177,7 @@ then 20 sent one per batch:
 """)
 nb.code("""
 q_batch = predict.ask("14.first-poll", "max.poll.records is 5. How many records does the first poll return?",
-                      choices=[1, 5, 20, 40], answer=predict.MEASURED)   # the producer's batching decides
+                      choices=[1, 5, 20, 40])   # the producer's batching decides
 q_batch
 """)
 nb.code("""
@@ -218,7 +219,8 @@ nb.code("""
 q_batch.reveal(len(polls[0]), "The broker acquires whole record batches, and librdkafka's max.poll.records is a "
                "soft bound: 20 records the producer sent as one batch went to one consumer at once. A queue's "
                "producer sends jobs one per batch (labkit.sharegroups.produce_jobs: batch.num.messages=1), or "
-               "one member grabs a whole batch while the others wait.")
+               "one member grabs a whole batch while the others wait.",
+               expected=predict.MEASURED)
 """)
 nb.md("""
 Now the three acknowledgements. Five more jobs arrive; `first` takes its next records and accepts
@@ -227,7 +229,7 @@ everything left.
 """)
 nb.code("""
 q_count = predict.ask("14.delivery-count", "The released record reaches the second consumer. What is its "
-                      "delivery_count() there?", choices=[0, 1, 2, 5], answer=2)
+                      "delivery_count() there?", choices=[0, 1, 2, 5])
 q_count
 """)
 nb.code("""
@@ -265,7 +267,8 @@ print("the rejected record never came back:", all(s["offset"] != rejected.offset
 """, check=True)
 nb.code("""
 q_count.reveal(again[0]["delivery_count"], "Every time the broker hands a record out it counts one delivery; the "
-               "count travels with the record, whichever member gets it next.")
+               "count travels with the record, whichever member gets it next.",
+               expected=2)
 """)
 nb.md("""
 Where does the broker keep all this? Not in the consumer: the **share coordinator** writes each
@@ -294,7 +297,7 @@ group nothing can be given back; in the *explicit* group a member releases what 
 """)
 nb.code("""
 q_implicit = predict.ask("14.implicit-lost", "30 jobs, 6 of them fail once. How many jobs does the implicit "
-                         "group never get done?", choices=[0, 3, 6, 30], answer=6)
+                         "group never get done?", choices=[0, 3, 6, 30])
 q_implicit
 """)
 nb.code("""
@@ -332,7 +335,8 @@ print("explicit: each released job came back and was done:",
 nb.code("""
 q_implicit.reveal(implicit["jobs never done"], "Implicit mode is auto-commit for share groups: the acknowledgement "
                   "follows the poll, not the work. A crash is still safe (records not yet acknowledged come back), "
-                  "but a failure cannot be given back: use explicit mode and RELEASE it.")
+                  "but a failure cannot be given back: use explicit mode and RELEASE it.",
+                  expected=6)
 """)
 
 nb.md("""
@@ -348,7 +352,7 @@ when the others have finished every job; another one, holding records too, is ki
 nb.code("""
 q_twice = predict.ask("14.frozen-twice", "A member holds a few unfinished jobs when it freezes (the lock is 2 s). "
                       "When it resumes, all 30 jobs are done. How many of the jobs it held get done twice?",
-                      choices=["none", "some", "all of them"], answer="all of them")
+                      choices=["none", "some", "all of them"])
 q_twice
 """)
 nb.code("""
@@ -415,7 +419,8 @@ nb.code("""
 q_twice.reveal("all of them" if done_twice == len(frozen_held) else "some" if done_twice else "none",
                f"{done_twice} of {len(frozen_held)}: the broker gave {frozen}'s records to others once the lock ran out; "
                f"{frozen} did not know, and finished them on waking up ({outcome.duplicated} jobs were done twice in all). "
-               "Share groups deliver at least once, never exactly once.")
+               "Share groups deliver at least once, never exactly once.",
+               expected="all of them")
 """)
 nb.md("""
 Two different clocks. A **killed** member's connection closes, and the broker releases what it held
@@ -445,7 +450,7 @@ every job that fails — and, beside them, lesson 06's consumer retrying in plac
 nb.code("""
 q_poison = predict.ask("14.poison-blocks", "The poison job comes first and fails every time; the members release "
                        "it each time. How many of the 30 good jobs behind it does the share group get done?",
-                       choices=[0, "a few", 30], answer=30)
+                       choices=[0, "a few", 30])
 q_poison
 """)
 nb.code("""
@@ -499,7 +504,8 @@ q_poison.reveal(len(set(patient.processed())), f"Released records go back to the
                 f"and the poison job was delivered {len(tries)} times: the group's share.delivery.count.limit (5 by "
                 "default, 3 here). Released once more at the limit, the broker archived it instead of delivering it "
                 "again. A member that knows a record is poison can REJECT it at once (the exercise poison_queue asks "
-                "for a bounded number of attempts).")
+                "for a bounded number of attempts).",
+                expected=30)
 """)
 
 nb.md("""

@@ -255,8 +255,7 @@ def test_a_customers_orders_share_a_partition():
 """)
 unit_q = predict.ask("15.unit", "test_unit.py holds 8 tests of router.py's pure functions: a JSON round "
                      "trip, decisions at the limit, and a customer's orders sharing a partition. Which fails?",
-                     choices=["none", "the round trip", "at the limit", "same partition"],
-                     answer="same partition")
+                     choices=["none", "the round trip", "at the limit", "same partition"])
 unit_q
 ''')
 nb.code("""
@@ -273,7 +272,8 @@ unit_q.reveal("same partition" if failed == ["test_a_customers_orders_share_a_pa
               else (", ".join(failed) or "none"),
               f"key_for encodes the customer id as written: 'C-17' and 'c-17' are different keys, so murmur2 sends them "
               f"to different partitions and the customer's orders lose their order. Found in {unit.seconds:.1f} s "
-              "(pytest's start included), without a broker.")
+              "(pytest's start included), without a broker.",
+              expected="same partition")
 """)
 nb.md("""
 The fix is one line: normalise the id before it becomes the key. The unit tests, run again,
@@ -378,7 +378,7 @@ def test_a_zombie_instance_is_fenced(broker):
 """)
 mock_q = predict.ask("15.mock", "test_every_order_is_routed_once runs router.run on the mock cluster and on the real "
                      "broker. Where does it pass?",
-                     choices=["on both", "only the mock", "only the broker", "on neither"], answer="only the mock")
+                     choices=["on both", "only the mock", "only the broker", "on neither"])
 mock_q
 ''')
 nb.code("""
@@ -396,7 +396,8 @@ passed_on = [broker for broker in ("mock", "real") if routed.get(broker) == "pas
 mock_q.reveal({("mock",): "only the mock", ("real",): "only the broker",
                ("mock", "real"): "on both"}.get(tuple(passed_on), "on neither"),
               "The real broker refused the transactional producer: "
-              f"{clients.messages.get('test_every_order_is_routed_once[real]', '')}")
+              f"{clients.messages.get('test_every_order_is_routed_once[real]', '')}",
+              expected="only the mock")
 """)
 nb.md("""
 A real broker refuses a `transaction.timeout.ms` above its `transaction.max.timeout.ms` (15
@@ -578,10 +579,10 @@ def test_the_proposed_schema_keeps_the_contract(kafka_registry, proposed):
     assert client.test_compatibility(subject, candidate), f"{proposed} breaks FULL compatibility with version 1"
 """)
 crash_q = predict.ask("15.crash", "The router is SIGKILLed mid-batch and started again. How many orders does a "
-                      "read_committed reader then see twice?", choices=[0, "about one batch", "hundreds"], answer=0)
+                      "read_committed reader then see twice?", choices=[0, "about one batch", "hundreds"])
 contract_q = predict.ask("15.contract", "Two proposed schemas: one adds an optional coupon, one renames "
                          "amount_cents to amount. Which does the contract test refuse under FULL?",
-                         choices=["the coupon", "the rename", "both", "neither"], answer="the rename")
+                         choices=["the coupon", "the rename", "both", "neither"])
 crash_q
 ''')
 nb.code("""
@@ -606,7 +607,8 @@ print(f"leader of partition 0 killed (broker {leader['killed_broker']}): {leader
       f"{leader['lost']} lost; the router restarted {leader['restarts']} time(s) after a hung client call")
 crash_q.reveal(int(crash["duplicates"]), "The batch in flight was part of a transaction the crash never committed: "
                "the broker aborted it when the restarted router (same transactional.id) started, and the restart "
-               "resumed at the offsets committed with the last transaction -- so each order is visible exactly once.")
+               "resumed at the offsets committed with the last transaction -- so each order is visible exactly once.",
+               expected=0)
 """)
 nb.code("""
 refused = sorted(name.split("[")[1].rstrip("]") for name, outcome in integration.outcomes.items()
@@ -615,7 +617,8 @@ contract_q.reveal({("proposed-rename-amount.avsc",): "the rename",
                    ("proposed-add-coupon.avsc",): "the coupon"}.get(tuple(refused),
                                                                                "both" if refused else "neither"),
                   "A rename is a field removed and one added without a default: old readers lack a value for "
-                  "`amount`, new ones for `amount_cents`. An optional field with a default reads both ways.")
+                  "`amount`, new ones for `amount_cents`. An optional field with a default reads both ways.",
+                  expected="the rename")
 """)
 nb.md("""
 The failing contract test is the point: it fails in the pipeline, before a producer registers a
@@ -668,7 +671,7 @@ def test_window_counts_are_the_exact_answer_late_views_included(record_property)
     assert last == expected
 """)
 ttd_q = predict.ask("15.ttd", "The generator's stream holds views that arrive after their window's grace period. "
-                    "How many of them does the TopologyTestDriver count?", choices=["none", "some", "all"], answer="none")
+                    "How many of them does the TopologyTestDriver count?", choices=["none", "some", "all"])
 ttd_q
 ''')
 nb.code("""
@@ -685,7 +688,8 @@ ttd_q.reveal("none" if topology_test.count("passed") == 1 else "some",
              f"The driver's counts equal the exact answer, which leaves out the {ttd['too_late']} too-late views: "
              "stream time had passed their window's end plus the 30 s grace when they were piped, so Kafka Streams "
              f"dropped them, as it does on a cluster. {ttd['updates']} updates in {float(ttd['driver_ms']):.0f} ms of "
-             "driver time.")
+             "driver time.",
+             expected="none")
 """)
 nb.md("""
 The same topology on real brokers: an application of lesson 12, three partitions, a consumer
@@ -758,7 +762,7 @@ def test_decide_is_fast(attempt):
 print(f"20,000 decisions here: {statistics.median(timings) * 1000:.1f} ms (median of 7); the test allows "
       f"{budget * 1000:.1f} ms")
 timed_q = predict.ask("15.timed", "Same code, same test, 20 runs while a producer benchmark loads the machine. How "
-                      "many fail?", choices=["none", "a few", "most"], answer=predict.MEASURED)
+                      "many fail?", choices=["none", "a few", "most"])
 timed_q
 ''')
 nb.code("""
@@ -774,7 +778,8 @@ nb.code("""
 timed_q.reveal("none" if fails == 0 else ("most" if fails > len(timed.outcomes) / 2 else "a few"),
                "Nothing changed in the code between the runs: only what else the machine was doing. A timed assertion "
                "fails on a busy CI runner and passes on a quiet laptop, so it tests neither. Speed is measured "
-               "instead: repeated runs, a median, the machine's load beside it, a target it is compared with.")
+               "instead: repeated runs, a median, the machine's load beside it, a target it is compared with.",
+               expected=predict.MEASURED)
 """)
 nb.md("""
 The benchmark way, with Kafka's own `kafka-producer-perf-test` for the broker and the router's
