@@ -382,8 +382,10 @@ class ClassResults:
 
         if self._parts is None:
             fig = go.FigureWidget(go.Bar(x=[], y=[], marker_color=[]))
+            # the choices as categories in the question's order; whole learners only on the count axis
             fig.update_layout(height=300, margin=dict(l=40, r=10, t=10, b=40), yaxis_title="learners",
-                              yaxis_rangemode="tozero", plot_bgcolor="white")
+                              yaxis_rangemode="tozero", yaxis_tickformat="d", xaxis_type="category",
+                              plot_bgcolor="white")
             status = w.HTML()
             self._parts = (w.VBox([w.HTML(f"<b>{html.escape(self._title())}</b>"), fig, status]), fig, status)
             self._draw()
@@ -398,6 +400,7 @@ class ClassResults:
             fig.data[0].x = [a for a, _ in counts]
             fig.data[0].y = [c for _, c in counts]
             fig.data[0].marker.color = ["#27ae60" if a == measured else "#2e86de" for a, _ in counts]
+            fig.layout.yaxis.dtick = max(1, -(-max((c for _, c in counts), default=0) // 5))  # ~5 ticks, 1 apart at least
         status.value = f"<small>{html.escape(self.status())}</small>"
 
     def _follow(self) -> None:
