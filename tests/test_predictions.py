@@ -47,10 +47,13 @@ class Lesson:
     #: (cell index, "markdown" | "code", text)
     cells: list[tuple[int, str, str]] = field(default_factory=list)
     asks: list[Ask] = field(default_factory=list)
-    #: cell index -> names whose .reveal( is called in that cell
-    reveals: dict[int, set[str]] = field(default_factory=dict)
     #: (cell index, name, the call) of every ``name.reveal(...)``, in order
     reveal_calls: list[tuple[int, str, ast.Call]] = field(default_factory=list)
+
+    def first_reveal(self, ask: "Ask") -> Optional[ast.Call]:
+        """The first ``<ask's variable>.reveal(...)`` in the question's cell or after it, or None."""
+        return next((call for cell, name, call in self.reveal_calls if cell >= ask.cell and name == ask.variable),
+                    None)
 
 
 def _literal(node: ast.expr) -> Any:
@@ -91,7 +94,6 @@ def _read_code(lesson: Lesson, index: int, source: str) -> None:
             bound[id(node.value)] = node.targets[0].id
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "reveal"
                 and isinstance(node.func.value, ast.Name)):
-            lesson.reveals.setdefault(index, set()).add(node.func.value.id)
             lesson.reveal_calls.append((index, node.func.value.id, node))
     for node in ast.walk(tree):
         if not _is_ask(node):
@@ -117,8 +119,7 @@ def _declared_answer(lesson: Lesson, ask: Ask) -> Any:
     if ask.answer_node is not None:
         raise AssertionError(f"{where}: the question's cell holds its answer (answer=): say it in the reveal, "
                              "expected=\"<the right choice>\"")
-    reveal = next((call for cell, name, call in lesson.reveal_calls if cell >= ask.cell and name == ask.variable),
-                  None)
+    reveal = lesson.first_reveal(ask)
     node = None if reveal is None else {k.arg: k.value for k in reveal.keywords}.get("expected")
     if node is None and reveal is not None and reveal.args and isinstance(reveal.args[0], ast.Constant):
         node = reveal.args[0]  # a reveal of a literal: the lesson knew the answer
@@ -151,7 +152,7 @@ def states(markdown: str, answer: Any) -> bool:
 
 def markdown_before(lesson: Lesson, ask: Ask) -> str:
     """The markdown cells after the last code cell with a reveal before the ask's cell, up to that cell."""
-    start = max((i for i in lesson.reveals if i < ask.cell), default=-1)
+    start = max((cell for cell, _, _ in lesson.reveal_calls if cell < ask.cell), default=-1)
     return "\n\n".join(text for i, kind, text in lesson.cells if start < i < ask.cell and kind == "markdown")
 
 
@@ -181,8 +182,7 @@ def test_no_known_answer_is_stated_before_its_question(path):
 def test_every_question_is_revealed_after_it_is_asked(path):
     lesson = read_lesson(path)
     unrevealed = [ask.id for ask in lesson.asks
-                  if ask.variable is None or not any(i >= ask.cell and ask.variable in names
-                                                     for i, names in lesson.reveals.items())]
+                  if ask.variable is None or lesson.first_reveal(ask) is None]
     assert not unrevealed, f"{path.name}: asked but never revealed after (or not bound to a name): {unrevealed}"
 
 
