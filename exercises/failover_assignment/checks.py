@@ -25,7 +25,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from labkit.grading import check, harness, Rules
 from labkit.waiting import Deadline
@@ -207,9 +207,11 @@ class Members:
                 return True
         return False
 
-    def wait(self, condition: Callable[[], bool], what: str, timeout: float = 40.0) -> float:
+    def wait(self, condition: Callable[[], bool], what: str, timeout: float = 40.0,
+             refute: Optional[Callable[[], Optional[str]]] = None) -> float:
         """Wait until ``condition()``; the seconds it took. AssertionError naming ``what`` if it never happens,
-        or as soon as a member process ends by itself (follow() or failover_assign() raised)."""
+        as soon as a member process ends by itself (follow() or failover_assign() raised), or as soon as
+        ``refute()`` returns what already shows the answer wrong (its text is the message)."""
         start, deadline = time.monotonic(), Deadline(timeout)  # a quiet machine's seconds
         while True:
             ended = self.ns.run(reap_all, list(self.pids.values()))
@@ -222,9 +224,37 @@ class Members:
                                          "failover_assign() raise?")
             if condition():
                 return time.monotonic() - start
+            wrong = refute() if refute is not None else None
+            if wrong:
+                raise AssertionError(wrong)
             if deadline.expired():
                 raise AssertionError(f"{what} did not happen within {deadline}")
             time.sleep(0.3)
+
+
+class Misassigned:
+    """What refutes a team's ``follow()`` at once, rather than when a wait runs out: a running member whose own
+    status lists it among the live members and shows it consuming other than ``expected(live)`` gives it, three
+    polls in a row. A member writes the live members ``follow()`` was given and the assignment it left together,
+    so one such status is already a wrong answer; three make sure it is not one being rewritten."""
+
+    def __init__(self, team: "Members", expected: Callable[[dict[str, int]], dict[str, list]]) -> None:
+        self.team, self.expected = team, expected
+        self.seen: dict[str, int] = {}
+
+    def __call__(self) -> Optional[str]:
+        for name in list(self.team.pids):
+            status = self.team.status(name)  # one read: the live members and the assignment follow() left
+            live, mine = status["live"], [tuple(tp) for tp in status["mine"]]
+            due = self.expected(live).get(name) if name in live else None
+            if due is None or mine == sorted(tuple(tp) for tp in due):
+                self.seen.pop(name, None)
+                continue
+            self.seen[name] = self.seen.get(name, 0) + 1
+            if self.seen[name] >= 3:
+                return (f"with {live} live (names and priorities), follow() left {name} consuming {mine}; "
+                        f"it should consume {sorted(tuple(tp) for tp in due)}")
+        return None
 
 
 def produce(cluster, topic: str, start: int, count: int, tag: str) -> list[str]:
@@ -279,14 +309,18 @@ def one_active_member(ns):
     topic = cluster.create_topic(f"payments-{tag}", partitions=3)
     values = produce(cluster, topic, 0, 150, tag)
     team = Members(ns, topic)
+    everything = [(topic, p) for p in range(3)]
+    # what this check asks of the two members: the primary (priority 10) consumes everything, the standby nothing
+    wrong = Misassigned(team, lambda live: {"primary": everything, "standby": []} if "primary" in live else {})
     try:
         team.start("primary", 10)
-        team.wait(lambda: team.mine("primary") == [(topic, p) for p in range(3)], "the primary, alone, consuming")
+        team.wait(lambda: team.mine("primary") == everything, "the primary, alone, consuming", refute=wrong)
         team.start("standby", 5)
         team.wait(lambda: len(team.status("standby")["live"]) == 2 and len(team.status("primary")["live"]) == 2,
-                  "both members seeing each other")
+                  "both members seeing each other", refute=wrong)
         values += produce(cluster, topic, 150, 150, tag)
-        team.wait(lambda: set(values) <= set(team.processed("primary")), "the primary processing every record")
+        team.wait(lambda: set(values) <= set(team.processed("primary")), "the primary processing every record",
+                  refute=wrong)
         time.sleep(1.0)
         team.wait(lambda: True, "both members still running")  # raises if one of them has exited
         assert team.mine("primary") == [(topic, p) for p in range(3)], f"the primary owns {team.mine('primary')}"

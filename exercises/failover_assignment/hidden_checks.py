@@ -70,27 +70,29 @@ def failover_and_back_loses_nothing(ns):
     topic = cluster.create_topic(f"payments-{tag}", partitions=3)
     first = checks.produce(cluster, topic, 0, 400, tag)
     team = checks.Members(ns, topic)
+    parts = [(topic, p) for p in range(3)]
+    wrong = checks.Misassigned(team, lambda live: reference(live, parts))
     try:
         team.start(active, high)
         team.start(standby, low)
         team.wait(lambda: len(team.status(standby)["live"]) == 2, "the standby seeing the active member")
         crash_at = rng.randint(60, 200)
-        team.wait(lambda: len(team.processed(active)) >= crash_at, "the active member processing")
+        team.wait(lambda: len(team.processed(active)) >= crash_at, "the active member processing", refute=wrong)
         assert not team.processed(standby), "the standby processed records while the active member was alive"
         team.kill(active)
         killed = time.time()
         second = checks.produce(cluster, topic, 400, 200, tag)
         team.wait(lambda: len(team.mine(standby)) == 3, "the standby taking over all 3 partitions",
-                  timeout=checks.SESSION_TIMEOUT_MS / 1000 + 30)
+                  timeout=checks.SESSION_TIMEOUT_MS / 1000 + 30, refute=wrong)
         assert team.assigned_after(standby, killed), "the standby never recorded taking partitions over"
         team.wait(lambda: set(first + second) <= set(team.processed(standby)) | set(team.processed(active)),
-                  "every record processed after the failover")
+                  "every record processed after the failover", refute=wrong)
         team.start(active, high)
         third = checks.produce(cluster, topic, 600, 200, tag)
         team.wait(lambda: len(team.mine(active)) == 3 and team.mine(standby) == [],
-                  "the active member taking its partitions back")
+                  "the active member taking its partitions back", refute=wrong)
         everything = set(first + second + third)
         team.wait(lambda: everything <= set(team.processed(active)) | set(team.processed(standby)),
-                  "every record processed after the failback")
+                  "every record processed after the failback", refute=wrong)
     finally:
         team.stop()
