@@ -233,27 +233,35 @@ class Members:
 
 
 class Misassigned:
-    """What refutes a team's ``follow()`` at once, rather than when a wait runs out: a running member whose own
-    status lists it among the live members and shows it consuming other than ``expected(live)`` gives it, three
-    polls in a row. A member writes the live members ``follow()`` was given and the assignment it left together,
-    so one such status is already a wrong answer; three make sure it is not one being rewritten."""
+    """What refutes a team's ``follow()`` long before a wait runs out: a running member whose own status lists it
+    among the live members and shows it consuming other than ``expected(live)`` gives it, and still so after
+    :data:`SETTLE` quiet seconds (a status that cannot be judged -- the member not among its own live members, a
+    file being rewritten -- neither clears nor ends that). A member writes the live members ``follow()`` was given
+    and the assignment it left together, so one such status is already a wrong answer; the seconds leave room for
+    a ``follow()`` that hands over in a step of its own."""
+
+    #: Quiet seconds a member may show a wrong assignment before the check fails.
+    SETTLE = 5.0
 
     def __init__(self, team: "Members", expected: Callable[[dict[str, int]], dict[str, list]]) -> None:
         self.team, self.expected = team, expected
-        self.seen: dict[str, int] = {}
+        self.since: dict[str, Deadline] = {}
 
     def __call__(self) -> Optional[str]:
+        self.since = {name: d for name, d in self.since.items() if name in self.team.pids}  # a restart starts afresh
         for name in list(self.team.pids):
             status = self.team.status(name)  # one read: the live members and the assignment follow() left
             live, mine = status["live"], [tuple(tp) for tp in status["mine"]]
             due = self.expected(live).get(name) if name in live else None
-            if due is None or mine == sorted(tuple(tp) for tp in due):
-                self.seen.pop(name, None)
+            if due is None:
                 continue
-            self.seen[name] = self.seen.get(name, 0) + 1
-            if self.seen[name] >= 3:
-                return (f"with {live} live (names and priorities), follow() left {name} consuming {mine}; "
-                        f"it should consume {sorted(tuple(tp) for tp in due)}")
+            due = sorted(tuple(tp) for tp in due)
+            if mine == due:
+                self.since.pop(name, None)
+                continue
+            if self.since.setdefault(name, Deadline(self.SETTLE)).expired():
+                return (f"with {live} live (names and priorities), follow() left {name} consuming {mine} for "
+                        f"{self.since[name]}; it should consume {due}")
         return None
 
 
