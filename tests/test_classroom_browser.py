@@ -22,6 +22,7 @@ import os
 import pwd
 import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -114,6 +115,9 @@ def hub(tmp_path_factory):
             time.sleep(0.5)
         for name in users:
             subprocess.run(["userdel", "--remove", name], capture_output=True)
+            # not under the home userdel removes: each JVM's perf-data file, in /tmp whatever java.io.tmpdir says,
+            # stays behind when the JVM is SIGKILLed, and only a later JVM of the same user would clean it up
+            shutil.rmtree(f"/tmp/hsperfdata_{name}", ignore_errors=True)
         subprocess.run(["groupdel", group], capture_output=True)
 
 
