@@ -20,6 +20,7 @@ and :meth:`Group.stop` ends them all.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections import Counter
@@ -99,6 +100,13 @@ class Member:
     def reported(self) -> bool:
         """Its first rebalance callback has run (possibly handing it nothing)."""
         return self.status_file.exists()
+
+    def client_log(self, grep: Optional[str] = None) -> list[str]:
+        """What its process printed, librdkafka's own log lines among it (``%4|<time>|MAXPOLL|...``: level,
+        the client's clock, the event); with ``grep`` (a regular expression) only the lines that match."""
+        path = self.process.log_path
+        lines = path.read_text(errors="replace").splitlines() if path.exists() else []
+        return [line for line in lines if grep is None or re.search(grep, line)]
 
 
 #: The Java consumer's rebalance events (``kafka-verifiable-consumer``'s JSON lines) -> :data:`EVENT_KINDS`.

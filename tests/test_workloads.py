@@ -28,6 +28,18 @@ def test_a_members_log_is_read_as_partition_offset_value_and_a_cut_line_is_skipp
     assert Member("n", FakeProc(), tmp_path / "none.log", tmp_path / "n.status").records() == []
 
 
+def test_a_members_client_log_is_what_its_process_printed_and_greps_like_re(tmp_path):
+    proc = FakeProc()
+    proc.log_path = tmp_path / "stuck.err"
+    member = Member("stuck", proc, tmp_path / "stuck.log", tmp_path / "stuck.status")
+    assert member.client_log() == []  # nothing printed yet: no file
+    proc.log_path.write_text("%7|1796221318.001|INIT|stuck#consumer-1| [thrd:app]: librdkafka v2.16.0\n"
+                             "%4|1796221318.358|MAXPOLL|stuck#consumer-1| [thrd:main]: Application maximum poll "
+                             "interval (12000ms) exceeded by 16ms: leaving group\n")
+    assert len(member.client_log()) == 2
+    assert [line.split("|")[1] for line in member.client_log(grep=r"\|MAXPOLL\|")] == ["1796221318.358"]
+
+
 # ---------------------------------------------------------------------------------------------- wait_settled
 class FakeProc:
     """Stands in for a member's ManagedProcess: running while it has no return code."""
