@@ -1,6 +1,7 @@
 """Consumer groups as plotly figures: who owns which partition, committed offsets and lag, rebalances over time.
 
     view = groupviz.read_group(cluster, "billing")        # members, assignment, committed offsets, lag (broker)
+    groupviz.member_removed(cluster, "billing", "b1")      # the coordinator's log line taking b1 out, and why
     groupviz.assignment_heatmap(view)                      # members x partitions
     groupviz.lag_bars(view)                                # committed offset and lag per partition
     groupviz.rebalance_timeline(group.events())            # who held what, when (labkit.workloads members)
@@ -13,8 +14,10 @@ drawn from a snapshot taken before a change next to one taken after it.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Union
 
 import plotly.graph_objects as go
@@ -81,6 +84,74 @@ def assignment_of(group: GroupView) -> dict[str, list[tuple[str, int]]]:
         name = m.client_id if m.client_id not in out else f"{m.client_id} ({m.member_id[-6:]})"
         out[name] = sorted(m.partitions)
     return out
+
+
+
+#: How Kafka's group coordinator (4.x, ``GroupMetadataManager``) words taking a member out of a classic group in its
+#: log, and what each means.
+REMOVALS = {
+    "has left group through explicit `LeaveGroup`": "it left (its client sent a LeaveGroup request)",
+    "has failed, removing it from the group": "its session expired (no heartbeat for session.timeout.ms)",
+    "removed dynamic members who haven't joined": "a rebalance went on without it (it did not rejoin in time)",
+    "removed members who haven't sent their sync requests": "a rebalance went on without it (no SyncGroup in time)",
+}
+#: The tail the coordinator gives a client id to make a member id: ``<client.id>-<uuid>``.
+MEMBER_ID_TAIL = "-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+
+
+@dataclass(frozen=True)
+class Removal:
+    """The coordinator's log line that took a member out of its group: the ``line``, when it was written (``t``,
+    wall-clock seconds read from the line), the ``broker`` that wrote it, and ``why`` (a value of
+    :data:`REMOVALS`)."""
+
+    line: str
+    t: float
+    broker: int
+    why: str
+
+    @property
+    def left(self) -> bool:
+        """The member's client asked to leave (rather than being expired or left behind by a rebalance)."""
+        return self.why == REMOVALS["has left group through explicit `LeaveGroup`"]
+
+    @property
+    def expired(self) -> bool:
+        """The coordinator heard nothing from it for ``session.timeout.ms``."""
+        return self.why == REMOVALS["has failed, removing it from the group"]
+
+
+def logged_at(line: str, now: Optional[float] = None) -> float:
+    """The wall-clock time of a broker log line (``[HH:MM:SS,mmm] ...``, this machine's local time), taken as the
+    latest such moment not after ``now`` (default: the present), so a line from before midnight reads right."""
+    now = time.time() if now is None else now
+    try:
+        clock = datetime.strptime(line[1:13], "%H:%M:%S,%f").time()
+    except ValueError:
+        raise LabkitError(f"Not a broker log line: {line[:60]!r}.", "Pass a line of a broker's server.log.") from None
+    day = datetime.fromtimestamp(now).date()
+    t = datetime.combine(day, clock).timestamp()
+    return t - 86400 if t > now + 1 else t
+
+
+def member_removed(cluster: "Cluster", group_id: str, member: str) -> Optional[Removal]:
+    """The group coordinator's own record (``server.log``) of ``member`` -- a member id, or the client id its member
+    id starts with -- going out of the classic group ``group_id``, the first if it did more than once; None while
+    no live broker has logged it.
+
+    Every way counts, not one line: a client past ``max.poll.interval.ms`` sends LeaveGroup only while its
+    connection to the coordinator is up (librdkafka); otherwise it stops heartbeating and its session expires;
+    and a member that does not poll cannot rejoin a rebalance, which then goes on without it."""
+    who = re.compile(rf"(?<![\w-]){re.escape(member)}({MEMBER_ID_TAIL})?(?![\w-])")
+    found = []
+    for broker in cluster.brokers:
+        if not broker.alive:
+            continue
+        for line in cluster.broker_log(broker.id, grep=re.escape(group_id), lines=1000).splitlines():
+            why = next((why for words, why in REMOVALS.items() if words in line), None)
+            if why and who.search(line):
+                found.append(Removal(line, logged_at(line), broker.id, why))
+    return min(found, key=lambda r: r.t) if found else None
 
 
 # ---------------------------------------------------------------------------------------------- rebalances

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
+from types import SimpleNamespace
+
 import pandas as pd
 import pytest
 
@@ -130,3 +134,59 @@ def test_lag_bars_stack_committed_and_lag():
     assert "total lag 60" in fig.layout.title.text
     with pytest.raises(LabkitError, match="no committed offsets"):
         groupviz.lag_bars(GroupView("empty", "empty"))
+
+
+# ---------------------------------------------------------------------------------------------- member_removed
+class LoggedCluster:
+    """Brokers whose server.log holds ``logs[id]``: broker_log greps it as labkit.runtime.brokerlogs does."""
+
+    def __init__(self, logs, dead=()):
+        self.logs = logs
+        self.brokers = [SimpleNamespace(id=i, alive=i not in dead) for i in logs]
+
+    def broker_log(self, broker_id, lines=50, file="server", grep=None):
+        found = [line for line in self.logs[broker_id] if grep is None or re.search(grep, line)]
+        return "\n".join(found[-lines:])
+
+
+UUID = "be21ad7a-3675-4325-9331-97befa27316b"
+JOINED = f"[13:37:30,100] INFO [GroupCoordinator id=3] Pending dynamic member with id stuck-{UUID} joins group stuck-0481da"
+LEFT = (f"[13:37:58,362] INFO [GroupCoordinator id=1] [Group stuck-0481da] Member stuck-{UUID} has left group through "
+        "explicit `LeaveGroup` request; client reason: not provided (GroupMetadataManager)")
+FAILED = (f"[13:37:59,400] INFO [GroupCoordinator id=3] Member stuck-{UUID} in group stuck-0481da has failed, removing "
+          "it from the group. (GroupMetadataManager)")
+OTHER = (f"[13:37:40,000] INFO [GroupCoordinator id=3] Member stuck-{UUID} in group stuck-ffffff has failed, removing "
+         "it from the group. (GroupMetadataManager)")
+
+
+def test_a_member_out_of_its_group_is_found_by_client_id_or_member_id_whichever_way_it_went():
+    cluster = LoggedCluster({1: [JOINED, LEFT], 2: [], 3: [OTHER]})
+    by_name = groupviz.member_removed(cluster, "stuck-0481da", "stuck")
+    assert by_name is not None and by_name.left and not by_name.expired and by_name.broker == 1
+    assert by_name.line == LEFT and by_name.why == groupviz.REMOVALS["has left group through explicit `LeaveGroup`"]
+    assert groupviz.member_removed(cluster, "stuck-0481da", f"stuck-{UUID}") == by_name
+    # another group's line about the same member, a member only joining, a name that is a prefix: not it
+    assert groupviz.member_removed(LoggedCluster({3: [OTHER, JOINED]}), "stuck-0481da", "stuck") is None
+    assert groupviz.member_removed(cluster, "stuck-0481da", "stu") is None
+    # its session expired instead (a LeaveGroup that never reached the coordinator), logged by another broker
+    expired = groupviz.member_removed(LoggedCluster({1: [JOINED], 3: [FAILED]}), "stuck-0481da", "stuck")
+    assert expired is not None and expired.expired and expired.broker == 3
+    # a rebalance that went on without it
+    dropped = groupviz.member_removed(LoggedCluster({1: [
+        f"[13:38:10,000] INFO Group stuck-0481da removed dynamic members who haven't joined: [stuck-{UUID}]"]}),
+        "stuck-0481da", "stuck")
+    assert dropped is not None and not dropped.left and not dropped.expired
+
+
+def test_the_first_removal_counts_and_a_dead_brokers_log_is_not_read():
+    both = groupviz.member_removed(LoggedCluster({1: [FAILED], 3: [LEFT]}), "stuck-0481da", "stuck")
+    assert both is not None and both.left  # 13:37:58 before 13:37:59
+    assert groupviz.member_removed(LoggedCluster({1: [LEFT]}, dead={1}), "stuck-0481da", "stuck") is None
+
+
+def test_a_log_lines_time_is_the_latest_such_moment_not_after_now():
+    now = dt.datetime(2026, 12, 2, 0, 0, 5).timestamp()
+    assert groupviz.logged_at("[00:00:01,250] INFO x", now=now) == pytest.approx(now - 3.75)
+    assert groupviz.logged_at("[23:59:59,000] INFO x", now=now) == pytest.approx(now - 6.0)  # before midnight
+    with pytest.raises(LabkitError, match="Not a broker log line"):
+        groupviz.logged_at("no time here", now=now)

@@ -31,7 +31,6 @@ import re
 import textwrap
 import time
 import uuid
-from datetime import datetime
 
 import pandas as pd
 from IPython.display import Code
@@ -256,56 +255,43 @@ def taken_over(group, member, since):   # seconds until a's on_assign had every 
 frozen_after = taken_over(frozen_group, "frozen", frozen_at)
 stuck_after = taken_over(stuck_group, "stuck", stopped_polling)
 
-# How the coordinator takes a classic member out of its group, as its log (server.log) words it
-REMOVALS = {"has left group through explicit `LeaveGroup`": "it left (its client sent a LeaveGroup request)",
-            "has failed, removing it from the group": "its session expired (no heartbeat for session.timeout.ms)",
-            "removed dynamic members who haven't joined": "a rebalance went on without it (it did not rejoin in time)",
-            "removed members who haven't sent their sync requests": "a rebalance went on without it (no SyncGroup)"}
-def coordinator_logged(group, member):   # the coordinator's line taking `member` out of `group`, its time, and why
-    for b in cluster.brokers:
-        lines = cluster.broker_log(b.id, grep=re.escape(group.group_id), lines=500).splitlines() if b.alive else []
-        for line in lines:
-            why = next((why for words, why in REMOVALS.items() if words in line), None)
-            if why and re.search(rf"\\b{member}-[0-9a-f-]{{36}}", line):
-                clock = datetime.strptime(line[1:13], "%H:%M:%S,%f").time()
-                return line, datetime.combine(datetime.fromtimestamp(frozen_at).date(), clock).timestamp(), why
-    return None, None, None
-
-frozen_line, frozen_out, frozen_why = coordinator_logged(frozen_group, "frozen")
-stuck_line, stuck_out, stuck_why = coordinator_logged(stuck_group, "stuck")
+# the coordinators' own log lines (server.log) taking each member out of its group, and how they did it
+frozen_out = groupviz.member_removed(cluster, frozen_group.group_id, "frozen")
+stuck_out = groupviz.member_removed(cluster, stuck_group.group_id, "stuck")
 # the stuck member's own client (librdkafka) says when it gave up on the application: %4|<its clock>|MAXPOLL|...
 maxpoll = stuck_group.members["stuck"].client_log(grep=r"\\|MAXPOLL\\|")
 gave_up = float(maxpoll[0].split("|")[1]) if maxpoll else None
 def after(t, since):
     return "?? (no log line)" if t is None else f"{t - since:.1f} s"
+frozen_t, frozen_why = (frozen_out.t, frozen_out.why) if frozen_out else (None, "??")
+stuck_t, stuck_why = (stuck_out.t, stuck_out.why) if stuck_out else (None, "??")
 
-print("the coordinator's log:", frozen_line, stuck_line, sep="\\n  ")
-for group, line in ((frozen_group, frozen_line), (stuck_group, stuck_line)):
-    if line is None:            # no removal line: the brokers' last three lines about that group instead
+print("the coordinator's log:", *(r and r.line for r in (frozen_out, stuck_out)), sep="\\n  ")
+for group, removal in ((frozen_group, frozen_out), (stuck_group, stuck_out)):
+    if removal is None:         # no such line: the brokers' last three lines about that group instead
         print(f"  no removal line for {group.group_id}; the brokers' last lines about it:",
               *(cluster.broker_log(b.id, grep=re.escape(group.group_id), lines=3) for b in cluster.brokers if b.alive),
               sep="\\n")
 print("the stuck member's client:", maxpoll[0] if maxpoll else None, sep="\\n  ")
-print(f"frozen (no heartbeats, session.timeout.ms = 3 s): out of its group {after(frozen_out, frozen_at)} after it "
+print(f"frozen (no heartbeats, session.timeout.ms = 3 s): out of its group {after(frozen_t, frozen_at)} after it "
       f"froze: {frozen_why}; its partitions went to a after {frozen_after:.1f} s")
 print(f"stuck (heartbeats, no polls, max.poll.interval.ms = 12 s): its client gave up "
-      f"{after(gave_up, stopped_polling)} after it stopped polling; out of its group "
-      f"{after(stuck_out, stopped_polling)} after: {stuck_why}; its partitions went to a after {stuck_after:.1f} s")
+      f"{after(gave_up, stopped_polling)} after it stopped polling; out of its group {after(stuck_t, stopped_polling)} "
+      f"after: {stuck_why}; its partitions went to a after {stuck_after:.1f} s")
 print(f"this machine's load average meanwhile: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 """)
 nb.code("""
-print("frozen: the coordinator removed it when its session expired:",
-      frozen_why == REMOVALS["has failed, removing it from the group"])
+print("frozen: the coordinator removed it when its session expired:", frozen_out is not None and frozen_out.expired)
 print("stuck: its own client gave up on the application, and it went out of its group:",
-      gave_up is not None and stuck_line is not None)
+      gave_up is not None and stuck_out is not None)
 print("when frozen was removed, stuck (not polling for longer) was still in its group:", "stuck" in stuck_group_then)
 print("frozen was out of its group before stuck went out of its own:",
-      None not in (frozen_out, stuck_out) and frozen_out < stuck_out)
+      None not in (frozen_t, stuck_t) and frozen_t < stuck_t)
 """, check=True)
 nb.code("""
 stuck_removed.reveal(round(stuck_after, 1), "Its heartbeats kept it in the group past the 3 s session timeout; at "
-                     "max.poll.interval.ms (12 s) its client gave up on the application (its MAXPOLL line above) and the "
-                     "member went out of the group.")
+                     "max.poll.interval.ms (12 s) its client gave up on the application (its MAXPOLL line above), "
+                     "and the member went out of the group.")
 """)
 nb.md("""
 A member that is alive but busy is not thrown out by its session timeout: heartbeats come from a

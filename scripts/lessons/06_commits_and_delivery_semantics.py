@@ -32,7 +32,7 @@ import plotly.express as px
 from confluent_kafka import KafkaException
 
 import labkit
-from labkit import predict
+from labkit import groupviz, predict
 from labkit.waiting import Wait
 from labkit.workloads import COMMIT_STYLES, Group
 
@@ -221,7 +221,6 @@ evicted_commit = predict.ask("06.evicted-commit", "A member processes a batch fo
 evicted_commit
 """)
 nb.code("""
-import datetime as dt
 import os
 
 slow_group = f"slow-{uuid.uuid4().hex[:6]}"
@@ -243,17 +242,12 @@ Wait("the slow member's first batch", timeout=60, interval=0).until(first_batch)
 member = slow.memberid()
 
 
-def left_line():
-    # the group coordinator (one broker) logs the member leaving: "Member <id> has left group through explicit ..."
-    for broker in cluster.broker_ids:
-        found = cluster.broker_log(broker, grep=f"Member {member} has left", lines=1)
-        if found:
-            return found
-
-
-# The stuck handler: it works on the batch and returns only once the coordinator has logged that the member left.
+# The stuck handler: it works on the batch and returns only once the group coordinator (one broker) has logged
+# that the member is out of the group: it left ("Member <id> has left group through explicit `LeaveGroup` ..."),
+# or, had its client not reached the coordinator then, its session expired.
 processed_slowly = [msg.value().decode() for msg in batch]
-left = Wait("the coordinator to log that the slow member left", timeout=120, interval=0.2).until(left_line)
+left = Wait("the coordinator to log that the slow member is out of its group", timeout=120, interval=0.2).until(
+    lambda: groupviz.member_removed(cluster, slow_group, member))
 try:
     slow.commit(asynchronous=False)
     commit_outcome = "committed"
@@ -262,14 +256,10 @@ except KafkaException as exc:
 next_poll = slow.poll(1.0)
 slow.close()
 
-logged = dt.datetime.strptime(left.split("]")[0].lstrip("["), "%H:%M:%S,%f").time()
-since_midnight = logged.hour * 3600 + logged.minute * 60 + logged.second + logged.microsecond / 1e6
-local = time.localtime(last_poll)
-polled = local.tm_hour * 3600 + local.tm_min * 60 + local.tm_sec + last_poll % 1
-waited = (since_midnight - polled) % 86400
-print(left[:230])
+waited = left.t - last_poll           # the line's own time ([HH:MM:SS,mmm], this machine's clock)
+print(left.line[:230])
 print(f"logged {waited:.1f} s after the member's last poll began (max.poll.interval.ms = {interval_ms / 1000:g} s; "
-      f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+      f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores): {left.why}")
 print("the commit after the batch:", commit_outcome)
 print("the member's next poll:", next_poll.error().name() if next_poll is not None and next_poll.error() else next_poll)
 """)
@@ -280,7 +270,7 @@ print("then its commit of the batch failed:", commit_outcome != "committed")
 nb.code("""
 evicted_commit.reveal("succeeds" if commit_outcome == "committed" else "fails",
                       f"{commit_outcome}: librdkafka left the group on the member's behalf when the interval ran out "
-                      "(the broker logged the LeaveGroup), so the partitions it had are no longer its to commit.",
+                      f"(the coordinator logged: {left.why}), so the partitions it had are no longer its to commit.",
                       expected="fails")
 """)
 nb.md("""
@@ -304,8 +294,10 @@ print("every record of the evicted batch was delivered again:", set(processed_sl
 """, check=True)
 nb.md("""
 * `max.poll.interval.ms` is enforced by the **client**: librdkafka's own timer notices that the
-  application has not called `poll()`/`consume()` for that long, leaves the group (the broker
-  logs an explicit `LeaveGroup`), and reports `_MAX_POLL_EXCEEDED` at the next poll. The Java
+  application has not called `poll()`/`consume()` for that long, stops heartbeating, leaves the
+  group (the broker logs an explicit `LeaveGroup`; had the client lost its coordinator connection
+  just then, the broker would log the session expiring instead), and reports `_MAX_POLL_EXCEEDED`
+  at the next poll. The Java
   consumer does the same. Heartbeats (a background thread, `session.timeout.ms`) only prove the
   *process* is alive; this timer proves the *loop* still turns.
 * The batch's records go to another member, which processes them again: a slow batch costs
@@ -493,7 +485,7 @@ nb.md("""
 | `auto.offset.reset` decides where a group without commits starts | earliest read the 100 stored, latest none of them (only new ones), `error` (Java's `none`) an error |
 | a group can be reset to replay | `--reset-offsets --to-earliest` |
 | records per call are capped by `consume(num_messages=N)` (Java: `max.poll.records`) | batches of at most 50, `max.poll.records=7` ignored |
-| a loop slower than `max.poll.interval.ms` loses its membership, its commit, and its batch to another member | the coordinator's `LeaveGroup` line, the failed commit, the batch read again |
+| a loop slower than `max.poll.interval.ms` loses its membership, its commit, and its batch to another member | the coordinator's line taking it out of the group, the failed commit, the batch read again |
 | commit after processing = at least once; before = at most once | a consumer SIGKILLed mid-batch, per style |
 | auto-commit's outcome depends on timing | lost or duplicated, run to run |
 | an idempotent consumer turns duplicates into no-ops | every order applied once despite replays |
