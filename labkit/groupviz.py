@@ -86,7 +86,6 @@ def assignment_of(group: GroupView) -> dict[str, list[tuple[str, int]]]:
     return out
 
 
-
 #: How Kafka's group coordinator (4.x, ``GroupMetadataManager``) words taking a member out of a classic group in its
 #: log, and what each means.
 REMOVALS = {

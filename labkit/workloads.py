@@ -20,7 +20,6 @@ and :meth:`Group.stop` ends them all.
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
 from collections import Counter
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 from .apps.member import (CLASSIC_ONLY, COMMIT_STYLES, EVENT_KINDS, MemberEvent, read_events, ready_file,
                           record_event, run_member)
 from .errors import LabkitError
+from .runtime.brokerlogs import read_log
 from .runtime.processes import ManagedProcess, scratch_dir
 from .waiting import Wait
 
@@ -101,12 +101,11 @@ class Member:
         """Its first rebalance callback has run (possibly handing it nothing)."""
         return self.status_file.exists()
 
-    def client_log(self, grep: Optional[str] = None) -> list[str]:
-        """What its process printed, librdkafka's own log lines among it (``%4|<time>|MAXPOLL|...``: level,
-        the client's clock, the event); with ``grep`` (a regular expression) only the lines that match."""
-        path = self.process.log_path
-        lines = path.read_text(errors="replace").splitlines() if path.exists() else []
-        return [line for line in lines if grep is None or re.search(grep, line)]
+    def client_log(self, lines: int = 50, grep: Optional[str] = None) -> list[str]:
+        """The last ``lines`` lines its process printed, librdkafka's own log lines among them
+        (``%4|<time>|MAXPOLL|...``: level, the client's clock, the event); with ``grep`` (a regular expression)
+        the last ``lines`` lines that match -- read as :meth:`labkit.cluster.Cluster.broker_log` reads a broker's."""
+        return read_log(self.process.log_path, lines, grep).splitlines()
 
 
 #: The Java consumer's rebalance events (``kafka-verifiable-consumer``'s JSON lines) -> :data:`EVENT_KINDS`.

@@ -37,6 +37,7 @@ def test_a_members_client_log_is_what_its_process_printed_and_greps_like_re(tmp_
                              "%4|1796221318.358|MAXPOLL|stuck#consumer-1| [thrd:main]: Application maximum poll "
                              "interval (12000ms) exceeded by 16ms: leaving group\n")
     assert len(member.client_log()) == 2
+    assert member.client_log(lines=1)[0].startswith("%4|1796221318.358|MAXPOLL|")  # the last lines, as broker_log
     assert [line.split("|")[1] for line in member.client_log(grep=r"\|MAXPOLL\|")] == ["1796221318.358"]
 
 
