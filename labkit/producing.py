@@ -69,21 +69,27 @@ class ProduceCount:
 def produce_and_count(cluster: "OwnedClusterLike", topic: str, count: int = 200,
                       actions: Optional[Mapping[int, Callable[[], Any]]] = None, pace: float = 0.0,
                       flush_timeout: float = 90.0, isolation_level: str = "read_uncommitted",
-                      keyed: bool = True, flush_before: Iterable[int] = (), **producer_config: Any) -> ProduceCount:
+                      keyed: bool = True, flush_before: Iterable[int] = (), settle_before: Iterable[int] = (),
+                      **producer_config: Any) -> ProduceCount:
     """Send ``count`` numbered records with a producer built from ``producer_config``; count the outcome.
 
     ``actions`` maps a record number to a function run just before that record is sent (``{100: lambda:
     cluster.pause_broker(2)}``); ``pace`` sleeps between records so failures happen mid-stream. At a record number
     in ``flush_before``, all sent so far is delivered first (acked; with ``acks=0``, written to the leader's socket).
+    At one in ``settle_before``, the brokers' answers so far reach the producer first: it waits for a report on every
+    record sent, for at most a quiet machine's second (an ``acks=all`` write held by frozen followers gets none).
     """
-    actions, flush_before = dict(actions or {}), set(flush_before)
+    actions, flush_before, settle_before = dict(actions or {}), set(flush_before), set(settle_before)
     tag = uuid.uuid4().hex[:8]  # this run's records, told apart from earlier runs on the same topic
     producer, on_delivery = cluster.producer(**producer_config), _Deliveries()
-
     t0 = time.monotonic()
     for i in range(count):
         if i in flush_before:
             producer.flush(flush_timeout)
+        if i in settle_before:
+            settled = Deadline(1.0)
+            while len(on_delivery.acked) + sum(on_delivery.errors.values()) < i and not settled.expired():
+                producer.poll(settled.wait_time(0.05))
         if i in actions:
             actions[i]()
         _produce(producer, topic, record_id(i, tag), on_delivery, key=str(i).encode() if keyed else None)
@@ -165,17 +171,15 @@ def produce_through_refusals(cluster: "OwnedClusterLike", topic: str, runs: Mapp
     """For each of ``runs`` (label -> producer settings), produce numbered records (``acks=all``) while the
     partition's leader refuses writes now and then; count what it stored, order included (``reordered``).
 
-    The refusals are the broker's own NOT_ENOUGH_REPLICAS: one follower of partition 0 is stopped (the
-    ISR shrinks to two), and at each refusal the topic's ``min.insync.replicas`` goes up to 3 for ``hold``
-    seconds and back to 2, ``count / (refusals + 1)`` records apart. Whether a refusal puts a retry behind
-    later records depends on what is in flight as writes are accepted again (measured: about 4 refusals in
-    10 do; now and then 8 in a row do not). So the first run (whose order is at stake) is refused past
-    ``refusals``, up to ``most``, until the partition stores one of its records after a later one; every
-    other run then as many times, with as many records (``refusals``).
-
-    Unless a run's settings say otherwise, the producer retries at once (``retry.backoff.ms=1``), in
-    batches of 5 records, with a 1.5 s request timeout. The follower is started again at the end. Needs a
-    one-partition topic with replication factor 3.
+    The refusals are the broker's own NOT_ENOUGH_REPLICAS: one follower of partition 0 is stopped (the ISR shrinks
+    to two), and at each refusal ``min.insync.replicas`` goes up to 3 for ``hold`` seconds and back to 2,
+    ``count / (refusals + 1)`` records apart. Whether a refusal puts a retry behind later records depends on what
+    is in flight as writes are accepted again (measured: about 4 refusals in 10 do; now and then 8 in a row do not).
+    So the first run (whose order is at stake) is refused past ``refusals``, up to ``most``, until the partition
+    stores one of its records after a later one; every other run then as many times, with as many records.
+    Unless a run's settings say otherwise, the producer retries at once (``retry.backoff.ms=1``), in batches of 5
+    records, with a 1.5 s request timeout. The follower is started again at the end. Needs a one-partition topic
+    with replication factor 3.
     """
     state = cluster.describe_topic(topic)[0]
     if len(state.replicas) != 3:
@@ -214,11 +218,7 @@ def _through_refusals(cluster: "OwnedClusterLike", topic: str, config: Mapping[s
                       hold: float, pace: float, refusals: int, most: int) -> ProduceCount:
     """One run of :func:`produce_through_refusals`: ``refusals`` refusals (more, up to ``most``, until one of its
     records is stored after a later one), ``step`` records apart, then ``tail`` records."""
-    tag = uuid.uuid4().hex[:8]
-    producer = cluster.producer(**config)
-    on_delivery = _Deliveries()
-
-    sent = 0
+    tag, producer, on_delivery, sent = uuid.uuid4().hex[:8], cluster.producer(**config), _Deliveries(), 0
 
     def send(n: int) -> None:
         nonlocal sent

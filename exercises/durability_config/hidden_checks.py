@@ -4,7 +4,6 @@ moments chosen now."""
 from __future__ import annotations
 
 import random
-import time
 
 from labkit.grading import check, sibling
 from labkit.producing import produce_and_count
@@ -35,8 +34,7 @@ def survives_the_failure_script(ns):
         for f in followers:
             cluster.pause_broker(f)
 
-    def leader_crashes():
-        time.sleep(1.0)  # what the leader acknowledges alone reaches the producer
+    def leader_crashes():  # after what the leader acknowledged alone reached the producer (settle_before)
         cluster.kill_broker(leader)
         for f in followers:
             cluster.resume_broker(f)
@@ -51,7 +49,7 @@ def survives_the_failure_script(ns):
         cluster.wait_for_isr(topic, timeout=90)
 
     try:
-        count = produce_and_count(cluster, topic, count=total, pace=0.004, **config, actions={
+        count = produce_and_count(cluster, topic, count=total, pace=0.004, **config, settle_before=[crash], actions={
             freeze: followers_freeze, crash: leader_crashes, swap: restart_leader_kill_second, total: recover})
     finally:
         checks.restore(cluster)
