@@ -261,9 +261,9 @@ def _shared_group(item) -> str | None:
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     # With workers (make test: pytest-xdist, --dist loadgroup) the groups above go first, biggest first (xdist's
-    # order), then one test at a time: the lessons, the exercises' gradings and the other integration tests
-    # interleaved (_interleaved), then the unit tests, so none is left running alone at the end. In one process,
-    # the reverse: cluster-free tests first, fast feedback before the slow ones. (A worker has ``workerinput``.)
+    # order), then one test at a time, longest first, so none is left running alone at the end: the lessons,
+    # the exercises' gradings, the other integration tests, the unit tests. In one process, the reverse:
+    # cluster-free tests first, fast feedback before the slow ones. (A worker has ``workerinput``, not ``-n``.)
     workers = hasattr(config, "workerinput") or bool(getattr(config.option, "numprocesses", None))
     if workers:
         for item in items:
@@ -283,27 +283,9 @@ def pytest_collection_modifyitems(config, items):
         return -tier if workers else tier
 
     items.sort(key=rank)
-    if workers:
-        items[:] = _interleaved(items, rank)
     users = [item for item in items if "kafka_cluster" in item.fixturenames]  # items: xdist renames them later
     config.stash[_LAST_ON_SESSION_CLUSTER] = users[-1] if users else None
     os.environ.setdefault("LABKIT_TEST", "1")
-
-
-def _interleaved(items, rank):
-    """``items`` (sorted by ``rank``) with the lessons, the gradings and the other integration tests mixed, each in
-    its own order: the lessons through the first half, the others through the whole. A grading spends much of its
-    time waiting on a quiet period of the learner's code, which a busy machine stretches; run together, the
-    gradings left the two cores 24-32 % idle for minutes (fresh clone 186: 219 idle CPU-s while tests ran, most
-    of it then), and a lesson beside them has work for the cores."""
-    tiers: dict[int, list] = {}
-    for item in items:
-        tiers.setdefault(rank(item), []).append(item)
-    first = [item for tier, group in tiers.items() if tier < -3 for item in group]      # the browser
-    mixed = [((j + 0.5) / len(group) * (0.5 if tier == -3 else 1.0), item)
-             for tier, group in tiers.items() if -3 <= tier <= -1 for j, item in enumerate(group)]
-    last = [item for tier, group in tiers.items() if tier > -1 for item in group]        # the unit tests
-    return first + [item for _, item in sorted(mixed, key=lambda pair: pair[0])] + last
 
 
 #: The last test, in this process's order, on the session cluster. Under pytest-xdist one worker runs them all, in
