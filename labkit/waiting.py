@@ -88,19 +88,63 @@ def machine_share() -> float:
     return 1.0 if load <= cores else max(1.0 / MAX_STRETCH, cores / load)
 
 
+#: Linux's CPU pressure (PSI): ``some ... total=`` counts the microseconds in which a runnable task waited for a CPU.
+CPU_PRESSURE = "/proc/pressure/cpu"
+
+
+def cpu_stalled_seconds(path: str = CPU_PRESSURE) -> Optional[float]:
+    """Seconds this machine has spent with at least one runnable task waiting for a CPU; None without PSI."""
+    try:
+        with open(path) as pressure:
+            for line in pressure:
+                if line.startswith("some "):
+                    return int(line.rsplit("total=", 1)[1]) / 1e6
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+class MachineShare:
+    """The share of a core a runnable process got since the last call: :func:`machine_share`'s estimate, or more
+    where the CPU pressure proves it.
+
+    The load average lags a minute behind and counts every runnable thread of every JVM, so a machine whose CPU is
+    a quarter idle can show a load of twenty (a tenth of a core each, by the estimate). The pressure is measured
+    over exactly the interval being counted: in the part of it when no task waited for a CPU, a task that wanted
+    to run ran, so a task runnable throughout got at least that part. The share is never below the estimate.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 stalled: Optional[Callable[[], Optional[float]]] = None,
+                 estimate: Optional[Callable[[], float]] = None) -> None:
+        self._clock = clock
+        self._stalled, self._estimate = stalled or cpu_stalled_seconds, estimate or machine_share
+        self._last = (clock(), self._stalled())
+
+    def __call__(self) -> float:
+        now, stalled = self._clock(), self._stalled()
+        (then, before), self._last = self._last, (now, stalled)
+        estimate = self._estimate()
+        if stalled is None or before is None or now <= then:
+            return estimate
+        unstalled = 1.0 - (stalled - before) / (now - then)
+        return max(estimate, min(1.0, unstalled))
+
+
 class Deadline:
     """``seconds`` as a quiet machine counts them, counted on this one.
 
     A bound on work that may hang must not fail correct work that is only starved: each wall second counts for
-    the share of a core a runnable process could get in it (:func:`machine_share`). On two cores with a load
-    average of 10, a 60-second deadline lasts 300 wall seconds; on a quiet machine, 60. Work that truly hangs is
-    still given up on, at most :data:`MAX_STRETCH` times later. ``clock`` and ``share`` are for tests.
+    the share of a core a runnable process could get in it (:class:`MachineShare`). On two cores with a load
+    average of 10 and every moment some task waiting for a CPU, a 60-second deadline lasts 300 wall seconds; on a
+    quiet machine, 60. Work that truly hangs is still given up on, at most :data:`MAX_STRETCH` times later.
+    ``clock`` and ``share`` are for tests.
     """
 
     def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic,
-                 share: Callable[[], float] = machine_share) -> None:
+                 share: Optional[Callable[[], float]] = None) -> None:
         self.seconds = float(seconds)
-        self._clock, self._share = clock, share
+        self._clock, self._share = clock, share if share is not None else MachineShare(clock)
         self._start = self._last = clock()
         self._spent, self._rate = 0.0, 1.0
 

@@ -14,6 +14,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from labkit.errors import WaitTimeout, kafka_error_paragraph
 from labkit.runtime.processes import STOPPED, ManagedProcess, cpu_seconds, thread_states
+from labkit import waiting
 from labkit.waiting import Wait
 
 
@@ -34,6 +35,7 @@ def test_a_stretched_wait_gives_a_busy_machine_the_time_a_quiet_one_would_take(m
     Any other wait counts wall seconds, however busy the machine."""
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(os, "getloadavg", lambda: (20.0, 20.0, 20.0))  # a tenth of a core for each runnable process
+    monkeypatch.setattr(waiting, "cpu_stalled_seconds", time.monotonic)  # and some task waits for a CPU all the time
     with pytest.raises(WaitTimeout) as raised:
         Wait("the broker", timeout=0.2, interval=0.05).until(lambda: False)
     assert str(raised.value).startswith("Timed out after 0 s waiting for the broker (last seen: False)."), \
@@ -154,6 +156,36 @@ def test_the_tests_own_commands_run_within_a_quiet_machines_seconds():
     import psutil
 
     assert not [q for q in psutil.process_iter(["cmdline"]) if marker in (q.info["cmdline"] or [])], "left running"
+
+
+def test_the_share_counts_the_cpu_pressure_over_the_interval_and_is_never_below_the_load_estimate(tmp_path):
+    """A quarter-idle machine with a load of twenty: the load says a tenth of a core, the pressure proves more."""
+    from labkit.waiting import MachineShare, cpu_stalled_seconds
+
+    clock, stalled, estimate = _Clock(), [50.0], [0.1]
+    share = MachineShare(clock, stalled=lambda: stalled[0], estimate=lambda: estimate[0])
+    clock.now += 10
+    stalled[0] += 6.0  # some task waited for a CPU during 6 of the 10 seconds
+    assert share() == pytest.approx(0.4)
+    clock.now += 10
+    stalled[0] += 10.0  # every moment: the pressure proves nothing, the load's estimate stands
+    assert share() == pytest.approx(0.1)
+    estimate[0] = 0.5
+    clock.now += 10
+    stalled[0] += 1.0
+    assert share() == pytest.approx(0.9)
+    clock.now += 10
+    stalled[0] += 10.0
+    assert share() == pytest.approx(0.5), "never below the load's estimate"
+    stalled[0] = None
+    clock.now += 10
+    assert share() == pytest.approx(0.5), "no pressure reading: the estimate"
+
+    pressure = tmp_path / "cpu"
+    pressure.write_text("some avg10=1.00 avg60=0.50 avg300=0.10 total=2500000\n"
+                        "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+    assert cpu_stalled_seconds(str(pressure)) == pytest.approx(2.5)
+    assert cpu_stalled_seconds(str(tmp_path / "absent")) is None
 
 
 def test_the_machine_share_is_the_cores_over_the_load_and_never_less_than_a_tenth(monkeypatch):
